@@ -1,0 +1,683 @@
+/*-------------------------------------------------------------------------
+ *
+ * backend.c
+ *		What a backend does with zklock locks: post requests to the worker,
+ *		wait for them, count reentrant holds by scope, and give locks back at
+ *		release, transaction end, savepoint rollback and exit.
+ *
+ * A backend has at most one slot per lock name; repeated acquires stack on
+ * it as counts, kept apart for session and transaction scope, like
+ * advisory locks.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <unistd.h>
+#include <zookeeper/zookeeper.h>
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "commands/dbcommands.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/postmaster.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/json.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "backend.h"
+
+/* This backend's slots, by lock name. */
+typedef struct zkl_local_lock
+{
+	char		name[ZKL_MAX_NAME_LEN + 1];	/* hash key */
+	int			slotno;
+	uint32		generation;
+	int32		session_count;
+	int32		xact_count;
+	int64		token;
+} zkl_local_lock;
+
+/* One transaction-scope acquire, so a savepoint rollback can undo it. */
+typedef struct zkl_xact_hold
+{
+	char		name[ZKL_MAX_NAME_LEN + 1];
+	int			nest_level;
+} zkl_xact_hold;
+
+static HTAB *zkl_locks = NULL;
+static zkl_xact_hold *zkl_xact_holds = NULL;
+static int	zkl_n_xact_holds = 0;
+static int	zkl_max_xact_holds = 0;
+static bool zkl_exit_registered = false;
+
+/* The request this backend is waiting for, if any. */
+static int	zkl_wait_slotno = -1;
+static uint32 zkl_wait_generation = 0;
+
+static void zkl_xact_callback(XactEvent event, void *arg);
+static void zkl_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+								 SubTransactionId parentSubid, void *arg);
+static void zkl_backend_exit(int code, Datum arg);
+
+void
+zkl_backend_init(void)
+{
+	RegisterXactCallback(zkl_xact_callback, NULL);
+	RegisterSubXactCallback(zkl_subxact_callback, NULL);
+}
+
+static void
+zkl_local_init(void)
+{
+	HASHCTL		ctl;
+
+	if (zkl_locks != NULL)
+		return;
+	ctl.keysize = ZKL_MAX_NAME_LEN + 1;
+	ctl.entrysize = sizeof(zkl_local_lock);
+	zkl_locks = hash_create("zklock local locks", 64, &ctl, HASH_ELEM | HASH_STRINGS);
+	if (!zkl_exit_registered)
+	{
+		before_shmem_exit(zkl_backend_exit, 0);
+		zkl_exit_registered = true;
+	}
+}
+
+/* Copy a text lock name into a hash key, validating it. */
+void
+zkl_name_key(text *name, char *key)
+{
+	int			len = VARSIZE_ANY_EXHDR(name);
+	const char *data = VARDATA_ANY(name);
+
+	/* zkl_encode_name reports empty and over-long names. */
+	pfree(zkl_encode_name(data, len));
+	memcpy(key, data, len);
+	key[len] = '\0';
+}
+
+static void
+zkl_random_uuid(char *out)
+{
+	uint8		b[16];
+
+	if (!pg_strong_random(b, sizeof(b)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate random values")));
+	b[6] = (b[6] & 0x0f) | 0x40;
+	b[8] = (b[8] & 0x3f) | 0x80;
+	snprintf(out, ZKL_UUID_LEN + 1,
+			 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+			 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+			 b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+static void
+zkl_json_field(StringInfo buf, const char *key, const char *value)
+{
+	if (buf->len > 1)
+		appendStringInfoChar(buf, ',');
+	escape_json(buf, key);
+	appendStringInfoChar(buf, ':');
+	escape_json(buf, value ? value : "");
+}
+
+/* The node's data: who is asking, for any ZooKeeper client to read. */
+static void
+zkl_describe_holder(char *out, bool xact, TimestampTz now)
+{
+	StringInfoData buf;
+	char		host[256];
+	char	   *dbname = get_database_name(MyDatabaseId);
+
+	if (gethostname(host, sizeof(host)) != 0)
+		host[0] = '\0';
+	host[sizeof(host) - 1] = '\0';
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	zkl_json_field(&buf, "cluster", cluster_name);
+	appendStringInfo(&buf, ",\"system_identifier\":\"" UINT64_FORMAT "\"", GetSystemIdentifier());
+	zkl_json_field(&buf, "host", host);
+	appendStringInfo(&buf, ",\"port\":%d,\"pid\":%d", PostPortNumber, MyProcPid);
+	zkl_json_field(&buf, "database", dbname);
+	zkl_json_field(&buf, "user", GetUserNameFromId(GetUserId(), false));
+	zkl_json_field(&buf, "application_name", application_name);
+	zkl_json_field(&buf, "scope", xact ? "transaction" : "session");
+	zkl_json_field(&buf, "mode", "exclusive");
+	zkl_json_field(&buf, "requested_at", timestamptz_to_str(now));
+	appendStringInfoChar(&buf, '}');
+
+	/* Overlong names shrink the description, never the JSON's validity. */
+	if (buf.len >= ZKL_MAX_DATA_LEN)
+	{
+		resetStringInfo(&buf);
+		appendStringInfo(&buf, "{\"system_identifier\":\"" UINT64_FORMAT "\",\"port\":%d,\"pid\":%d}",
+						 GetSystemIdentifier(), PostPortNumber, MyProcPid);
+	}
+	strlcpy(out, buf.data, ZKL_MAX_DATA_LEN);
+	pfree(buf.data);
+}
+
+/* Ask the worker to give up a slot: cancel a wait or release a hold. */
+static void
+zkl_give_up(int slotno, uint32 generation, bool counts_as_cancel)
+{
+	zkl_slot   *slot = &zkl_shared->slots[slotno];
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (slot->generation == generation && slot->pid == MyProcPid)
+	{
+		switch (slot->state)
+		{
+			case ZKL_SLOT_WAITING:
+			case ZKL_SLOT_HELD:
+				if (slot->state == ZKL_SLOT_HELD)
+					slot->state = ZKL_SLOT_RELEASING;
+				else if (counts_as_cancel)
+					zkl_shared->n_cancels++;
+				slot->wanted = false;
+				slot->session_count = slot->xact_count = 0;
+				zkl_queue_push(slotno);
+				break;
+			case ZKL_SLOT_FAILED:
+			case ZKL_SLOT_LOST:
+				/* Nothing exists in ZooKeeper; the slot is ours to free. */
+				zkl_slot_clear(slot);
+				break;
+			default:
+				/* BUSY and RELEASING are already on their way out. */
+				break;
+		}
+	}
+	LWLockRelease(zkl_shared->lock);
+	zkl_wake_worker();
+}
+
+/* Cancel the request being waited for; harmless when there is none. */
+static void
+zkl_cancel_wait(void)
+{
+	if (zkl_wait_slotno < 0)
+		return;
+	zkl_give_up(zkl_wait_slotno, zkl_wait_generation, true);
+	zkl_wait_slotno = -1;
+}
+
+static void
+zkl_drop_local(zkl_local_lock *lock)
+{
+	zkl_give_up(lock->slotno, lock->generation, false);
+	hash_search(zkl_locks, lock->name, HASH_REMOVE, NULL);
+}
+
+static void
+zkl_update_slot_counts(zkl_local_lock *lock)
+{
+	zkl_slot   *slot = &zkl_shared->slots[lock->slotno];
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (slot->generation == lock->generation)
+	{
+		slot->session_count = lock->session_count;
+		slot->xact_count = lock->xact_count;
+	}
+	LWLockRelease(zkl_shared->lock);
+}
+
+static void
+zkl_remember_xact_hold(const char *key)
+{
+	if (zkl_n_xact_holds == zkl_max_xact_holds)
+	{
+		zkl_max_xact_holds = Max(16, zkl_max_xact_holds * 2);
+		zkl_xact_holds = zkl_xact_holds
+			? repalloc(zkl_xact_holds, sizeof(zkl_xact_hold) * zkl_max_xact_holds)
+			: MemoryContextAlloc(TopMemoryContext, sizeof(zkl_xact_hold) * zkl_max_xact_holds);
+	}
+	strlcpy(zkl_xact_holds[zkl_n_xact_holds].name, key, ZKL_MAX_NAME_LEN + 1);
+	zkl_xact_holds[zkl_n_xact_holds].nest_level = GetCurrentTransactionNestLevel();
+	zkl_n_xact_holds++;
+}
+
+static void
+zkl_count_hold(zkl_local_lock *lock, bool xact, const char *key)
+{
+	if (xact)
+	{
+		lock->xact_count++;
+		zkl_remember_xact_hold(key);
+	}
+	else
+		lock->session_count++;
+	zkl_update_slot_counts(lock);
+}
+
+/* Report a lock that the worker found lost, once, and forget it. */
+static void
+zkl_report_if_lost(zkl_local_lock *lock)
+{
+	zkl_slot   *slot = &zkl_shared->slots[lock->slotno];
+	bool		lost;
+	char		name[ZKL_MAX_NAME_LEN + 1];
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	lost = slot->generation == lock->generation && slot->state == ZKL_SLOT_LOST;
+	LWLockRelease(zkl_shared->lock);
+	if (!lost)
+		return;
+
+	strlcpy(name, lock->name, sizeof(name));
+	zkl_drop_local(lock);
+	ereport(ERROR,
+			(errcode(ERRCODE_ZKLOCK_LOST),
+			 errmsg("ZooKeeper lock \"%s\" was lost", name),
+			 errdetail("The ZooKeeper session of this cluster ended while the lock was held."),
+			 errhint("Another client may have taken the lock; redo the work under a new lock.")));
+}
+
+static long
+zkl_ms_until(TimestampTz deadline, TimestampTz now)
+{
+	return (long) ((deadline - now + 999) / 1000);
+}
+
+/*
+ * Post a request and wait for the outcome.  Returns true when granted (the
+ * token in *token), false when a try found another holder.  Errors cancel
+ * the request first, so no contender node outlives a failed acquire.
+ */
+static bool
+zkl_request(const char *key, bool xact, bool try_only, int64 timeout_ms, int64 *token)
+{
+	zkl_local_lock *lock;
+	zkl_slot   *slot = NULL;
+	int			slotno = -1;
+	uint32		generation;
+	bool		found;
+	TimestampTz start = GetCurrentTimestamp();
+	TimestampTz deadline = timeout_ms > 0 ? TimestampTzPlusMilliseconds(start, timeout_ms) : 0;
+	char	   *dir = zkl_lock_dir(key, strlen(key));
+	char		data[ZKL_MAX_DATA_LEN];
+
+	zkl_local_init();
+
+	lock = hash_search(zkl_locks, key, HASH_FIND, &found);
+	if (found)
+	{
+		zkl_report_if_lost(lock);
+		/* Reentrant: stack on the hold we have; ZooKeeper is not asked. */
+		zkl_count_hold(lock, xact, key);
+		*token = lock->token;
+		return true;
+	}
+
+	if (hash_get_num_entries(zkl_locks) >= zkl_max_locks_per_backend)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many ZooKeeper locks held by this session"),
+				 errdetail("This session already uses %ld of its %d lock slots.",
+						   hash_get_num_entries(zkl_locks), zkl_max_locks_per_backend),
+				 errhint("Release some locks, or raise zklock.max_locks_per_backend.")));
+
+	zkl_describe_holder(data, xact, start);
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < zkl_shared->nslots; i++)
+	{
+		if (zkl_shared->slots[i].state == ZKL_SLOT_FREE)
+		{
+			slotno = i;
+			break;
+		}
+	}
+	if (slotno < 0)
+	{
+		LWLockRelease(zkl_shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("out of zklock lock slots"),
+				 errdetail("All %d slots of this cluster are in use.", zkl_shared->nslots),
+				 errhint("Raise zklock.max_locks (this requires a restart).")));
+	}
+	slot = &zkl_shared->slots[slotno];
+	slot->state = ZKL_SLOT_WAITING;
+	slot->wanted = true;
+	slot->try_only = try_only;
+	slot->pid = MyProcPid;
+	slot->procno = MyProc->pgprocno;
+	slot->dbid = MyDatabaseId;
+	slot->userid = GetUserId();
+	slot->session_count = xact ? 0 : 1;
+	slot->xact_count = xact ? 1 : 0;
+	slot->zk_rc = 0;
+	slot->token = 0;
+	slot->requested_at = start;
+	slot->granted_at = 0;
+	slot->node[0] = '\0';
+	zkl_random_uuid(slot->uuid);
+	strlcpy(slot->name, key, sizeof(slot->name));
+	strlcpy(slot->dir, dir, sizeof(slot->dir));
+	strlcpy(slot->data, data, sizeof(slot->data));
+	generation = slot->generation;
+	zkl_queue_push(slotno);
+	LWLockRelease(zkl_shared->lock);
+	zkl_wake_worker();
+
+	zkl_wait_slotno = slotno;
+	zkl_wait_generation = generation;
+
+	for (;;)
+	{
+		zkl_slot_state state;
+		zkl_session_state session;
+		TimestampTz since;
+		TimestampTz now;
+		TimestampTz wake = 0;
+		int			zk_rc;
+		int			rc;
+
+		LWLockAcquire(zkl_shared->lock, LW_SHARED);
+		state = slot->state;
+		zk_rc = slot->zk_rc;
+		*token = slot->token;
+		session = zkl_shared->session_state;
+		since = zkl_shared->disconnected_since;
+		LWLockRelease(zkl_shared->lock);
+
+		if (state == ZKL_SLOT_HELD)
+			break;
+		if (state == ZKL_SLOT_BUSY)
+		{
+			/* The worker deletes the node and frees the slot. */
+			zkl_wait_slotno = -1;
+			return false;
+		}
+		if (state == ZKL_SLOT_FAILED)
+		{
+			zkl_cancel_wait();
+			ereport(ERROR,
+					(errcode(ERRCODE_ZKLOCK_ERROR),
+					 errmsg("ZooKeeper refused the request for lock \"%s\": %s", key, zerror(zk_rc)),
+					 errdetail("The lock directory is \"%s\".", dir),
+					 errhint("Check the ACLs under zklock.root and the zklock.auth setting.")));
+		}
+
+		now = GetCurrentTimestamp();
+		if (deadline != 0 && now >= deadline)
+		{
+			zkl_cancel_wait();
+			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+			zkl_shared->n_timeouts++;
+			LWLockRelease(zkl_shared->lock);
+			if (session != ZKL_SESSION_CONNECTED)
+				ereport(ERROR,
+						(errcode(ERRCODE_ZKLOCK_UNAVAILABLE),
+						 errmsg("could not obtain ZooKeeper lock \"%s\": ZooKeeper is not reachable", key),
+						 errdetail("Gave up after %ld ms without a ZooKeeper session.", (long) timeout_ms),
+						 errhint("Check that zklock.hosts (\"%s\") lists running ZooKeeper servers.", zkl_hosts)));
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("could not obtain ZooKeeper lock \"%s\"", key),
+					 errdetail("Gave up after waiting %ld ms for another holder to release it.",
+							   (long) timeout_ms)));
+		}
+		if (deadline != 0)
+			wake = deadline;
+
+		if (session != ZKL_SESSION_CONNECTED)
+		{
+			TimestampTz conn_deadline = TimestampTzPlusMilliseconds(Max(start, since), zkl_connect_timeout);
+
+			if (now >= conn_deadline)
+			{
+				zkl_cancel_wait();
+				ereport(ERROR,
+						(errcode(ERRCODE_ZKLOCK_UNAVAILABLE),
+						 errmsg("could not obtain ZooKeeper lock \"%s\": ZooKeeper is not reachable", key),
+						 errdetail("No ZooKeeper session for %d ms (zklock.connect_timeout).", zkl_connect_timeout),
+						 errhint("Check that zklock.hosts (\"%s\") lists running ZooKeeper servers.", zkl_hosts)));
+			}
+			if (wake == 0 || conn_deadline < wake)
+				wake = conn_deadline;
+		}
+
+		rc = WaitLatch(MyLatch,
+					   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (wake ? WL_TIMEOUT : 0),
+					   wake ? zkl_ms_until(wake, now) : -1,
+					   PG_WAIT_EXTENSION);
+		if (rc & WL_LATCH_SET)
+			ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+
+	zkl_wait_slotno = -1;
+	lock = hash_search(zkl_locks, key, HASH_ENTER, &found);
+	lock->slotno = slotno;
+	lock->generation = generation;
+	lock->session_count = xact ? 0 : 1;
+	lock->xact_count = 0;
+	lock->token = *token;
+	if (xact)
+	{
+		lock->xact_count = 1;
+		zkl_remember_xact_hold(key);
+	}
+	return true;
+}
+
+/*
+ * SQL-facing acquire.  timeout_ms < 0 means "use lock_timeout", where 0
+ * waits forever; an explicit zero means do not wait at all.
+ */
+bool
+zkl_acquire(text *name, bool xact, bool try_only, int64 timeout_ms, int64 *token)
+{
+	char		key[ZKL_MAX_NAME_LEN + 1];
+
+	zkl_require_shmem();
+	zkl_name_key(name, key);
+	if (try_only)
+		timeout_ms = 0;
+	else if (timeout_ms < 0)
+		timeout_ms = LockTimeout;
+	else if (timeout_ms == 0)
+		try_only = true;
+	return zkl_request(key, xact, try_only, timeout_ms, token);
+}
+
+/* Release one session-scope hold; false plus a warning when there is none. */
+bool
+zkl_release_session(text *name)
+{
+	char		key[ZKL_MAX_NAME_LEN + 1];
+	zkl_local_lock *lock = NULL;
+
+	zkl_require_shmem();
+	zkl_name_key(name, key);
+	if (zkl_locks)
+		lock = hash_search(zkl_locks, key, HASH_FIND, NULL);
+	if (lock == NULL || lock->session_count == 0)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("you don't own a ZooKeeper lock named \"%s\"", key)));
+		return false;
+	}
+	lock->session_count--;
+	if (lock->session_count == 0 && lock->xact_count == 0)
+		zkl_drop_local(lock);
+	else
+		zkl_update_slot_counts(lock);
+	return true;
+}
+
+void
+zkl_release_all_session(void)
+{
+	HASH_SEQ_STATUS seq;
+	zkl_local_lock *lock;
+
+	zkl_require_shmem();
+	if (zkl_locks == NULL)
+		return;
+	hash_seq_init(&seq, zkl_locks);
+	while ((lock = hash_seq_search(&seq)) != NULL)
+	{
+		if (lock->session_count == 0)
+			continue;
+		lock->session_count = 0;
+		if (lock->xact_count == 0)
+			zkl_drop_local(lock);
+		else
+			zkl_update_slot_counts(lock);
+	}
+}
+
+/* The fencing token of a lock this backend holds, or false. */
+bool
+zkl_held_token(text *name, int64 *token)
+{
+	char		key[ZKL_MAX_NAME_LEN + 1];
+	zkl_local_lock *lock = NULL;
+	bool		held = false;
+
+	zkl_require_shmem();
+	zkl_name_key(name, key);
+	if (zkl_locks)
+		lock = hash_search(zkl_locks, key, HASH_FIND, NULL);
+	if (lock == NULL)
+		return false;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	held = zkl_shared->slots[lock->slotno].generation == lock->generation &&
+		zkl_shared->slots[lock->slotno].state == ZKL_SLOT_HELD;
+	LWLockRelease(zkl_shared->lock);
+	*token = lock->token;
+	return held;
+}
+
+/* Drop the transaction-scope holds taken at nest_level or deeper. */
+static void
+zkl_release_xact_holds(int nest_level)
+{
+	while (zkl_n_xact_holds > 0 &&
+		   zkl_xact_holds[zkl_n_xact_holds - 1].nest_level >= nest_level)
+	{
+		zkl_xact_hold *hold = &zkl_xact_holds[--zkl_n_xact_holds];
+		zkl_local_lock *lock = hash_search(zkl_locks, hold->name, HASH_FIND, NULL);
+
+		if (lock == NULL)
+			continue;
+		lock->xact_count--;
+		if (lock->xact_count <= 0 && lock->session_count == 0)
+			zkl_drop_local(lock);
+		else
+			zkl_update_slot_counts(lock);
+	}
+}
+
+/* Refuse to commit when a lock this transaction relies on was lost. */
+static void
+zkl_check_not_lost(void)
+{
+	HASH_SEQ_STATUS seq;
+	zkl_local_lock *lock;
+
+	hash_seq_init(&seq, zkl_locks);
+	while ((lock = hash_seq_search(&seq)) != NULL)
+	{
+		zkl_slot   *slot = &zkl_shared->slots[lock->slotno];
+		bool		lost;
+
+		LWLockAcquire(zkl_shared->lock, LW_SHARED);
+		lost = slot->generation == lock->generation && slot->state == ZKL_SLOT_LOST;
+		LWLockRelease(zkl_shared->lock);
+		if (lost)
+		{
+			hash_seq_term(&seq);
+			zkl_report_if_lost(lock);
+		}
+	}
+}
+
+static void
+zkl_xact_callback(XactEvent event, void *arg)
+{
+	if (zkl_shared == NULL || zkl_locks == NULL)
+		return;
+
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+			zkl_check_not_lost();
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			if (zkl_n_xact_holds > 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot PREPARE a transaction that holds transaction-level ZooKeeper locks"),
+						 errdetail("The locks belong to this session's ZooKeeper nodes, which cannot outlive it."),
+						 errhint("Use session-level locks (zk_lock_acquire) around a prepared transaction.")));
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			/* After the commit record: the next holder sees our work. */
+			zkl_cancel_wait();
+			zkl_release_xact_holds(0);
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+zkl_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					 SubTransactionId parentSubid, void *arg)
+{
+	int			level;
+
+	if (zkl_shared == NULL || zkl_locks == NULL)
+		return;
+	level = GetCurrentTransactionNestLevel();
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		zkl_cancel_wait();
+		zkl_release_xact_holds(level);
+	}
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		for (int i = zkl_n_xact_holds - 1; i >= 0 && zkl_xact_holds[i].nest_level >= level; i--)
+			zkl_xact_holds[i].nest_level = level - 1;
+	}
+}
+
+/* Exit gives everything back, whatever the counts say. */
+static void
+zkl_backend_exit(int code, Datum arg)
+{
+	HASH_SEQ_STATUS seq;
+	zkl_local_lock *lock;
+
+	if (zkl_shared == NULL || zkl_locks == NULL)
+		return;
+	zkl_cancel_wait();
+	hash_seq_init(&seq, zkl_locks);
+	while ((lock = hash_seq_search(&seq)) != NULL)
+		zkl_drop_local(lock);
+	zkl_n_xact_holds = 0;
+}

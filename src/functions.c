@@ -1,0 +1,271 @@
+/*-------------------------------------------------------------------------
+ *
+ * functions.c
+ *		The SQL interface of zklock: argument checks and result shapes.
+ *		The work is done in backend.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "backend.h"
+
+PG_FUNCTION_INFO_V1(zk_lock_acquire);
+PG_FUNCTION_INFO_V1(zk_lock_acquire_xact);
+PG_FUNCTION_INFO_V1(zk_lock_try);
+PG_FUNCTION_INFO_V1(zk_lock_try_xact);
+PG_FUNCTION_INFO_V1(zk_lock_release);
+PG_FUNCTION_INFO_V1(zk_lock_release_all);
+PG_FUNCTION_INFO_V1(zk_lock_token);
+PG_FUNCTION_INFO_V1(zk_lock_path);
+PG_FUNCTION_INFO_V1(zk_locks);
+PG_FUNCTION_INFO_V1(zk_status);
+
+static text *
+zkl_name_arg(FunctionCallInfo fcinfo)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("ZooKeeper lock name must not be null")));
+	return PG_GETARG_TEXT_PP(0);
+}
+
+/* The timeout argument in ms; -1 when NULL (use lock_timeout). */
+static int64
+zkl_timeout_arg(FunctionCallInfo fcinfo)
+{
+	Interval   *iv;
+	int64		usecs;
+
+	if (PG_NARGS() < 2 || PG_ARGISNULL(1))
+		return -1;
+	iv = PG_GETARG_INTERVAL_P(1);
+	usecs = iv->time + (int64) iv->day * USECS_PER_DAY +
+		(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
+	if (usecs < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ZooKeeper lock timeout must not be negative"),
+				 errhint("Use NULL to wait as long as lock_timeout allows, or 0 not to wait.")));
+	/* Round up: a positive timeout below 1 ms still waits. */
+	return (usecs + 999) / 1000;
+}
+
+static Datum
+zkl_acquire_sql(FunctionCallInfo fcinfo, bool xact)
+{
+	text	   *name = zkl_name_arg(fcinfo);
+	int64		timeout_ms = zkl_timeout_arg(fcinfo);
+	int64		token;
+
+	if (!zkl_acquire(name, xact, false, timeout_ms, &token))
+	{
+		/* Only an explicit zero timeout gets here: report it like a timeout. */
+		char		key[ZKL_MAX_NAME_LEN + 1];
+
+		zkl_name_key(name, key);
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("could not obtain ZooKeeper lock \"%s\"", key),
+				 errdetail("Another holder has it and the timeout is zero.")));
+	}
+	PG_RETURN_INT64(token);
+}
+
+Datum
+zk_lock_acquire(PG_FUNCTION_ARGS)
+{
+	return zkl_acquire_sql(fcinfo, false);
+}
+
+Datum
+zk_lock_acquire_xact(PG_FUNCTION_ARGS)
+{
+	return zkl_acquire_sql(fcinfo, true);
+}
+
+Datum
+zk_lock_try(PG_FUNCTION_ARGS)
+{
+	int64		token;
+
+	PG_RETURN_BOOL(zkl_acquire(zkl_name_arg(fcinfo), false, true, 0, &token));
+}
+
+Datum
+zk_lock_try_xact(PG_FUNCTION_ARGS)
+{
+	int64		token;
+
+	PG_RETURN_BOOL(zkl_acquire(zkl_name_arg(fcinfo), true, true, 0, &token));
+}
+
+Datum
+zk_lock_release(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(zkl_release_session(zkl_name_arg(fcinfo)));
+}
+
+Datum
+zk_lock_release_all(PG_FUNCTION_ARGS)
+{
+	zkl_release_all_session();
+	PG_RETURN_VOID();
+}
+
+Datum
+zk_lock_token(PG_FUNCTION_ARGS)
+{
+	int64		token;
+
+	if (!zkl_held_token(zkl_name_arg(fcinfo), &token))
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(token);
+}
+
+Datum
+zk_lock_path(PG_FUNCTION_ARGS)
+{
+	text	   *name = zkl_name_arg(fcinfo);
+
+	zkl_require_shmem();
+	PG_RETURN_TEXT_P(cstring_to_text(zkl_lock_dir(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name))));
+}
+
+static const char *
+zkl_slot_state_name(zkl_slot_state state)
+{
+	switch (state)
+	{
+		case ZKL_SLOT_WAITING:
+			return "waiting";
+		case ZKL_SLOT_HELD:
+			return "held";
+		case ZKL_SLOT_RELEASING:
+		case ZKL_SLOT_BUSY:
+			return "releasing";
+		case ZKL_SLOT_LOST:
+			return "lost";
+		case ZKL_SLOT_FAILED:
+			return "failed";
+		case ZKL_SLOT_FREE:
+			break;
+	}
+	return "free";
+}
+
+static const char *
+zkl_scope_name(const zkl_slot *slot)
+{
+	if (slot->session_count > 0 && slot->xact_count > 0)
+		return "session+transaction";
+	return slot->xact_count > 0 ? "transaction" : "session";
+}
+
+/* Every request and hold of this cluster, for the zk_locks view. */
+Datum
+zk_locks(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	zkl_require_shmem();
+	InitMaterializedSRF(fcinfo, 0);
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	for (int i = 0; i < zkl_shared->nslots; i++)
+	{
+		zkl_slot   *slot = &zkl_shared->slots[i];
+		Datum		values[10];
+		bool		nulls[10] = {0};
+
+		if (slot->state == ZKL_SLOT_FREE)
+			continue;
+		values[0] = Int32GetDatum(slot->pid);
+		values[1] = ObjectIdGetDatum(slot->dbid);
+		values[2] = CStringGetTextDatum(slot->name);
+		values[3] = CStringGetTextDatum("exclusive");
+		values[4] = CStringGetTextDatum(zkl_scope_name(slot));
+		values[5] = CStringGetTextDatum(zkl_slot_state_name(slot->state));
+		if (slot->node[0] != '\0')
+			values[6] = CStringGetTextDatum(psprintf("%s/%s", slot->dir, slot->node));
+		else
+			nulls[6] = true;
+		values[7] = Int64GetDatum(slot->token);
+		nulls[7] = slot->token == 0;
+		values[8] = TimestampTzGetDatum(slot->requested_at);
+		values[9] = TimestampTzGetDatum(slot->granted_at);
+		nulls[9] = slot->granted_at == 0 || slot->state == ZKL_SLOT_WAITING;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	LWLockRelease(zkl_shared->lock);
+	return (Datum) 0;
+}
+
+static const char *
+zkl_session_state_name(zkl_session_state state)
+{
+	switch (state)
+	{
+		case ZKL_SESSION_CONNECTED:
+			return "connected";
+		case ZKL_SESSION_SUSPENDED:
+			return "suspended";
+		case ZKL_SESSION_EXPIRED:
+			return "expired";
+		case ZKL_SESSION_STARTING:
+			break;
+	}
+	return "connecting";
+}
+
+/* The worker's session and counters, as one row. */
+Datum
+zk_status(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[15];
+	bool		nulls[15] = {0};
+	int			used = 0;
+	zkl_shared_state *s;
+
+	zkl_require_shmem();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	s = zkl_shared;
+
+	LWLockAcquire(s->lock, LW_SHARED);
+	for (int i = 0; i < s->nslots; i++)
+		if (s->slots[i].state != ZKL_SLOT_FREE)
+			used++;
+	values[0] = CStringGetTextDatum(s->worker_pid == 0 ? "no worker" : zkl_session_state_name(s->session_state));
+	if (s->session_id != 0)
+		values[1] = CStringGetTextDatum(psprintf("0x%llx", (unsigned long long) s->session_id));
+	else
+		nulls[1] = true;
+	values[2] = CStringGetTextDatum(s->server);
+	nulls[2] = s->server[0] == '\0';
+	values[3] = Int32GetDatum(s->negotiated_timeout);
+	nulls[3] = s->negotiated_timeout == 0;
+	values[4] = TimestampTzGetDatum(s->connected_since);
+	nulls[4] = s->connected_since == 0 || s->session_state != ZKL_SESSION_CONNECTED;
+	values[5] = TimestampTzGetDatum(s->last_contact);
+	nulls[5] = s->last_contact == 0;
+	values[6] = Int64GetDatum((int64) s->n_acquired);
+	values[7] = Int64GetDatum((int64) s->n_released);
+	values[8] = Int64GetDatum((int64) s->n_timeouts);
+	values[9] = Int64GetDatum((int64) s->n_cancels);
+	values[10] = Int64GetDatum((int64) s->n_lost);
+	values[11] = Int64GetDatum((int64) s->n_requests);
+	values[12] = Int64GetDatum((int64) s->n_watch_events);
+	values[13] = Int32GetDatum(used);
+	values[14] = Int32GetDatum(s->nslots);
+	LWLockRelease(s->lock);
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}

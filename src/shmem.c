@@ -1,0 +1,114 @@
+/*-------------------------------------------------------------------------
+ *
+ * shmem.c
+ *		The shared table of lock slots and the worker's request queue.
+ *
+ * Backends fill a slot and push its index on the queue; the worker pops
+ * indexes, talks to ZooKeeper and writes the outcome back into the slot.
+ * One LWLock guards it all: every critical section is a few field copies.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+
+#include "zklock.h"
+
+zkl_shared_state *zkl_shared = NULL;
+
+Size
+zkl_shmem_size(void)
+{
+	Size		size;
+
+	size = add_size(offsetof(zkl_shared_state, slots),
+					mul_size(sizeof(zkl_slot), zkl_max_locks));
+	size = add_size(size, mul_size(sizeof(int), zkl_max_locks));
+	return size;
+}
+
+void
+zkl_shmem_startup(void)
+{
+	bool		found;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	zkl_shared = ShmemInitStruct("zklock", zkl_shmem_size(), &found);
+	if (!found)
+	{
+		memset(zkl_shared, 0, zkl_shmem_size());
+		zkl_shared->lock = &(GetNamedLWLockTranche("zklock"))->lock;
+		zkl_shared->worker_procno = -1;
+		zkl_shared->session_state = ZKL_SESSION_STARTING;
+		zkl_shared->nslots = zkl_max_locks;
+	}
+	/* The queue follows the slots; pointers differ per process only on EXEC_BACKEND. */
+	zkl_shared->queue = (int *) &zkl_shared->slots[zkl_shared->nslots];
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* Complain unless the library was preloaded, so that shared memory exists. */
+void
+zkl_require_shmem(void)
+{
+	if (zkl_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zklock must be loaded via \"shared_preload_libraries\""),
+				 errhint("Add zklock to shared_preload_libraries in postgresql.conf and restart the server.")));
+}
+
+/*
+ * Hand a slot to the worker.  Caller holds the lock exclusively.  A slot is
+ * in the queue at most once, so nslots entries are always enough.
+ */
+void
+zkl_queue_push(int slotno)
+{
+	zkl_slot   *slot = &zkl_shared->slots[slotno];
+
+	if (slot->queued)
+		return;
+	slot->queued = true;
+	zkl_shared->queue[(zkl_shared->queue_head + zkl_shared->queue_len) % zkl_shared->nslots] = slotno;
+	zkl_shared->queue_len++;
+}
+
+void
+zkl_wake_worker(void)
+{
+	int			procno = zkl_shared->worker_procno;
+
+	if (procno >= 0)
+		SetLatch(&ProcGlobal->allProcs[procno].procLatch);
+}
+
+void
+zkl_wake_backend(zkl_slot *slot)
+{
+	SetLatch(&ProcGlobal->allProcs[slot->procno].procLatch);
+}
+
+/*
+ * Return a slot to the free pool.  Caller holds the lock exclusively.
+ * "queued" is left alone: the index may still sit in the queue, and the
+ * worker skips free slots it pops.
+ */
+void
+zkl_slot_clear(zkl_slot *slot)
+{
+	slot->state = ZKL_SLOT_FREE;
+	slot->generation++;
+	slot->wanted = false;
+	slot->pid = 0;
+	slot->session_count = 0;
+	slot->xact_count = 0;
+	slot->node[0] = '\0';
+	slot->token = 0;
+	slot->zk_rc = 0;
+}

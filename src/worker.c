@@ -1,0 +1,534 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.c
+ *		The zklock background worker: owner of the cluster's only ZooKeeper
+ *		session.
+ *
+ * libzookeeper_mt runs its own I/O and completion threads in this process.
+ * Those threads never touch PostgreSQL: their callbacks copy results with
+ * malloc into a mutex-protected list and poke an eventfd that sits in the
+ * main thread's WaitEventSet.  Everything else happens on the main thread.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "worker.h"
+
+zhandle_t  *zkl_zh = NULL;
+zkl_work   *zkl_works = NULL;
+
+/* Completion list filled by libzookeeper threads. */
+static pthread_mutex_t zkl_events_mutex = PTHREAD_MUTEX_INITIALIZER;
+static zkl_event *zkl_events_head = NULL;
+static zkl_event *zkl_events_tail = NULL;
+static int	zkl_event_fd = -1;
+
+/* Slots with something to do once the session is usable. */
+static int *zkl_pending = NULL;
+static int	zkl_npending = 0;
+
+static char *zkl_current_hosts = NULL;
+static int	zkl_backoff_ms = 0;
+static TimestampTz zkl_next_connect = 0;
+
+/* ---- libzookeeper threads: malloc, the mutex and write(2) only ---- */
+
+static void
+zkl_post(zkl_event *ev)
+{
+	uint64		one = 1;
+	ssize_t		rc pg_attribute_unused();
+
+	pthread_mutex_lock(&zkl_events_mutex);
+	if (zkl_events_tail)
+		zkl_events_tail->next = ev;
+	else
+		zkl_events_head = ev;
+	zkl_events_tail = ev;
+	pthread_mutex_unlock(&zkl_events_mutex);
+	rc = write(zkl_event_fd, &one, sizeof(one));
+}
+
+static zkl_event *
+zkl_new_event(const void *data, int rc)
+{
+	uintptr_t	ctx = (uintptr_t) data;
+	zkl_event  *ev = calloc(1, sizeof(zkl_event));
+
+	if (ev == NULL)
+		abort();				/* nothing sane is possible on this thread */
+	ev->slotno = (int) (ctx & 0xFFFFFF);
+	ev->kind = (zkl_event_kind) ((ctx >> 24) & 0xFF);
+	ev->opgen = (uint32) (ctx >> 32);
+	ev->rc = rc;
+	return ev;
+}
+
+static char *
+zkl_strdup(const char *s)
+{
+	char	   *copy = s ? strdup(s) : NULL;
+
+	if (s && copy == NULL)
+		abort();
+	return copy;
+}
+
+void
+zkl_string_stat_done(int rc, const char *value, const struct Stat *stat, const void *data)
+{
+	zkl_event  *ev = zkl_new_event(data, rc);
+
+	if (rc == ZOK)
+	{
+		ev->path = zkl_strdup(value);
+		ev->czxid = stat ? stat->czxid : 0;
+	}
+	zkl_post(ev);
+}
+
+void
+zkl_strings_done(int rc, const struct String_vector *strings, const void *data)
+{
+	zkl_event  *ev = zkl_new_event(data, rc);
+
+	if (rc == ZOK && strings && strings->count > 0)
+	{
+		ev->children = malloc(sizeof(char *) * strings->count);
+		if (ev->children == NULL)
+			abort();
+		for (int i = 0; i < strings->count; i++)
+			ev->children[i] = zkl_strdup(strings->data[i]);
+		ev->nchildren = strings->count;
+	}
+	zkl_post(ev);
+}
+
+void
+zkl_stat_done(int rc, const struct Stat *stat, const void *data)
+{
+	zkl_event  *ev = zkl_new_event(data, rc);
+
+	if (rc == ZOK && stat)
+		ev->czxid = stat->czxid;
+	zkl_post(ev);
+}
+
+void
+zkl_void_done(int rc, const void *data)
+{
+	zkl_post(zkl_new_event(data, rc));
+}
+
+void
+zkl_void_string_done(int rc, const char *value, const void *data)
+{
+	zkl_post(zkl_new_event(data, rc));
+}
+
+void
+zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat, const void *data)
+{
+	zkl_stat_done(rc, stat, data);
+}
+
+void
+zkl_pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+	zkl_event  *ev = zkl_new_event(ctx, ZOK);
+
+	ev->type = type;
+	ev->state = state;
+	zkl_post(ev);
+}
+
+static void
+zkl_session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+	zkl_event  *ev;
+
+	if (type != ZOO_SESSION_EVENT)
+		return;
+	ev = zkl_new_event((const void *) (uintptr_t) ZKL_EV_SESSION, ZOK);
+	ev->kind = ZKL_EV_SESSION;
+	ev->state = state;
+	zkl_post(ev);
+}
+
+static void
+zkl_free_event(zkl_event *ev)
+{
+	for (int i = 0; i < ev->nchildren; i++)
+		free(ev->children[i]);
+	free(ev->children);
+	free(ev->path);
+	free(ev);
+}
+
+/* ---- main thread ---- */
+
+const void *
+zkl_ctx(zkl_event_kind kind, int slotno)
+{
+	uint64		ctx = ((uint64) zkl_works[slotno].opgen << 32) |
+		((uint64) kind << 24) | (uint64) slotno;
+
+	return (const void *) (uintptr_t) ctx;
+}
+
+void
+zkl_count_request(void)
+{
+	/* Counter only; a torn read by zk_status() is harmless. */
+	zkl_shared->n_requests++;
+}
+
+void
+zkl_mark_pending(int slotno)
+{
+	if (zkl_works[slotno].pending)
+		return;
+	zkl_works[slotno].pending = true;
+	zkl_pending[zkl_npending++] = slotno;
+}
+
+static const char *
+zkl_state_name(int state)
+{
+	if (state == ZOO_CONNECTED_STATE)
+		return "connected";
+	if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE)
+		return "connecting";
+	if (state == ZOO_EXPIRED_SESSION_STATE)
+		return "expired";
+	if (state == ZOO_AUTH_FAILED_STATE)
+		return "authentication failed";
+	return "unknown";
+}
+
+static void
+zkl_close_session(void)
+{
+	if (zkl_zh == NULL)
+		return;
+	/* Closing runs outstanding completions (ZCLOSING); they are drained later. */
+	zookeeper_close(zkl_zh);
+	zkl_zh = NULL;
+}
+
+static void
+zkl_schedule_reconnect(void)
+{
+	zkl_backoff_ms = zkl_backoff_ms == 0 ? 100 : Min(zkl_backoff_ms * 2, 10000);
+	zkl_next_connect = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), zkl_backoff_ms);
+}
+
+/*
+ * Start a session, or reattach to the one recorded in shared memory (a
+ * worker restart leaves shared memory and the session intact).
+ */
+static void
+zkl_open_session(void)
+{
+	sigset_t	all,
+				old;
+	clientid_t	cid;
+	bool		reattach;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	reattach = zkl_shared->session_id != 0;
+	cid.client_id = zkl_shared->session_id;
+	memcpy(cid.passwd, zkl_shared->session_passwd, sizeof(cid.passwd));
+	LWLockRelease(zkl_shared->lock);
+
+	/* The library's threads must inherit a mask that keeps our signals out. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	zkl_zh = zookeeper_init(zkl_hosts, zkl_session_watcher, zkl_session_timeout,
+							reattach ? &cid : NULL, NULL, 0);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+	if (zkl_zh == NULL)
+	{
+		ereport(LOG,
+				(errmsg("zklock could not start a ZooKeeper session: %m"),
+				 errhint("Check zklock.hosts (\"%s\").", zkl_hosts)));
+		zkl_schedule_reconnect();
+		return;
+	}
+	if (zkl_current_hosts)
+		pfree(zkl_current_hosts);
+	zkl_current_hosts = MemoryContextStrdup(TopMemoryContext, zkl_hosts);
+
+	if (zkl_auth && zkl_auth[0] != '\0')
+		zoo_add_auth(zkl_zh, "digest", zkl_auth, strlen(zkl_auth), NULL, NULL);
+
+	if (reattach)
+		ereport(LOG,
+				(errmsg("zklock reattaching to ZooKeeper session 0x%llx at %s",
+						(unsigned long long) cid.client_id, zkl_hosts)));
+	else
+		ereport(LOG,
+				(errmsg("zklock connecting to ZooKeeper at %s", zkl_hosts)));
+}
+
+static void
+zkl_set_session_state(zkl_session_state state)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (zkl_shared->session_state == ZKL_SESSION_CONNECTED && state != ZKL_SESSION_CONNECTED)
+		zkl_shared->disconnected_since = now;
+	zkl_shared->session_state = state;
+	if (state == ZKL_SESSION_CONNECTED)
+	{
+		const clientid_t *cid = zoo_client_id(zkl_zh);
+		const char *server = zoo_get_current_server(zkl_zh);
+
+		zkl_shared->session_id = cid->client_id;
+		memcpy(zkl_shared->session_passwd, cid->passwd, sizeof(cid->passwd));
+		zkl_shared->negotiated_timeout = zoo_recv_timeout(zkl_zh);
+		strlcpy(zkl_shared->server, server ? server : "", sizeof(zkl_shared->server));
+		zkl_shared->connected_since = now;
+		zkl_shared->last_contact = now;
+	}
+	else if (state == ZKL_SESSION_EXPIRED)
+	{
+		zkl_shared->session_id = 0;
+		zkl_shared->server[0] = '\0';
+	}
+	/* Waiting backends re-check their deadlines against the new state. */
+	for (int i = 0; i < zkl_shared->nslots; i++)
+		if (zkl_shared->slots[i].state == ZKL_SLOT_WAITING)
+			zkl_wake_backend(&zkl_shared->slots[i]);
+	LWLockRelease(zkl_shared->lock);
+}
+
+static void
+zkl_handle_session_event(int state)
+{
+	if (state == ZOO_CONNECTED_STATE)
+	{
+		zkl_set_session_state(ZKL_SESSION_CONNECTED);
+		zkl_backoff_ms = 0;
+		ereport(LOG,
+				(errmsg("zklock connected to ZooKeeper server %s, session 0x%llx, timeout %d ms",
+						zkl_shared->server, (unsigned long long) zkl_shared->session_id,
+						zkl_shared->negotiated_timeout)));
+	}
+	else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE)
+	{
+		if (zkl_shared->session_state == ZKL_SESSION_CONNECTED)
+			ereport(LOG,
+					(errmsg("zklock lost its connection to ZooKeeper; session 0x%llx suspended",
+							(unsigned long long) zkl_shared->session_id)));
+		zkl_set_session_state(ZKL_SESSION_SUSPENDED);
+	}
+	else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
+	{
+		ereport(LOG,
+				(errmsg("zklock ZooKeeper session 0x%llx ended: %s",
+						(unsigned long long) zkl_shared->session_id, zkl_state_name(state))));
+		zkl_close_session();
+		zkl_set_session_state(ZKL_SESSION_EXPIRED);
+		zkl_session_lost();
+		zkl_schedule_reconnect();
+	}
+}
+
+static void
+zkl_drain_events(void)
+{
+	zkl_event  *ev;
+	uint64		counter;
+
+	if (read(zkl_event_fd, &counter, sizeof(counter)) < 0 && errno != EAGAIN)
+		elog(ERROR, "could not read zklock event descriptor: %m");
+
+	pthread_mutex_lock(&zkl_events_mutex);
+	ev = zkl_events_head;
+	zkl_events_head = zkl_events_tail = NULL;
+	pthread_mutex_unlock(&zkl_events_mutex);
+
+	while (ev)
+	{
+		zkl_event  *next = ev->next;
+
+		if (ev->kind == ZKL_EV_SESSION)
+			zkl_handle_session_event(ev->state);
+		else if (ev->kind != ZKL_EV_IGNORE)
+		{
+			if (ev->rc == ZOK)
+				zkl_shared->last_contact = GetCurrentTimestamp();
+			zkl_handle_event(ev);
+		}
+		zkl_free_event(ev);
+		ev = next;
+	}
+}
+
+/* Take the backends' requests off the shared queue. */
+static void
+zkl_take_requests(void)
+{
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	while (zkl_shared->queue_len > 0)
+	{
+		int			slotno = zkl_shared->queue[zkl_shared->queue_head];
+
+		zkl_shared->queue_head = (zkl_shared->queue_head + 1) % zkl_shared->nslots;
+		zkl_shared->queue_len--;
+		zkl_shared->slots[slotno].queued = false;
+		zkl_mark_pending(slotno);
+	}
+	LWLockRelease(zkl_shared->lock);
+}
+
+static void
+zkl_run_pending(void)
+{
+	int			n = zkl_npending;
+
+	/* Dispatch may mark slots pending again; those wait for the next round. */
+	zkl_npending = 0;
+	for (int i = 0; i < n; i++)
+	{
+		int			slotno = zkl_pending[i];
+
+		zkl_works[slotno].pending = false;
+		zkl_dispatch(slotno);
+	}
+}
+
+/*
+ * The session stays open on an error exit: the next worker reattaches to it
+ * and every hold survives.  Only a shutdown request closes it (below).
+ */
+static void
+zkl_worker_exit(int code, Datum arg)
+{
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zkl_shared->worker_procno = -1;
+	zkl_shared->worker_pid = 0;
+	LWLockRelease(zkl_shared->lock);
+}
+
+void
+zkl_worker_main(Datum arg)
+{
+	WaitEventSet *wes;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	BackgroundWorkerUnblockSignals();
+
+	zkl_event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (zkl_event_fd < 0)
+		elog(ERROR, "could not create eventfd: %m");
+
+	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+
+	zkl_works = MemoryContextAllocZero(TopMemoryContext, sizeof(zkl_work) * zkl_shared->nslots);
+	zkl_pending = MemoryContextAlloc(TopMemoryContext, sizeof(int) * zkl_shared->nslots);
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zkl_shared->worker_procno = MyProc->pgprocno;
+	zkl_shared->worker_pid = MyProcPid;
+	LWLockRelease(zkl_shared->lock);
+	before_shmem_exit(zkl_worker_exit, 0);
+
+	/* Slots left by an earlier worker go on in the session it recorded. */
+	zkl_adopt_slots();
+
+	wes = CreateWaitEventSet(TopMemoryContext, 3);
+	AddWaitEventToSet(wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+	AddWaitEventToSet(wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+	AddWaitEventToSet(wes, WL_SOCKET_READABLE, zkl_event_fd, NULL, NULL);
+
+	for (;;)
+	{
+		WaitEvent	events[3];
+		long		timeout = 1000;
+
+		if (zkl_zh == NULL)
+		{
+			TimestampTz now = GetCurrentTimestamp();
+
+			if (now >= zkl_next_connect)
+				zkl_open_session();
+			else
+				timeout = Min(timeout, (zkl_next_connect - now) / 1000 + 1);
+		}
+
+		WaitEventSetWait(wes, timeout, events, lengthof(events), PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+
+		if (ShutdownRequestPending)
+			break;
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+			/* New hosts keep the session: holds survive a move of the ensemble. */
+			if (zkl_zh && zkl_current_hosts && strcmp(zkl_current_hosts, zkl_hosts) != 0)
+			{
+				if (zoo_set_servers(zkl_zh, zkl_hosts) == ZOK)
+				{
+					pfree(zkl_current_hosts);
+					zkl_current_hosts = MemoryContextStrdup(TopMemoryContext, zkl_hosts);
+					ereport(LOG, (errmsg("zklock now uses ZooKeeper servers %s", zkl_hosts)));
+				}
+				else
+					ereport(LOG, (errmsg("zklock could not switch to ZooKeeper servers \"%s\"", zkl_hosts)));
+			}
+		}
+
+		zkl_drain_events();
+		zkl_take_requests();
+		if (zkl_zh && zkl_shared->session_state == ZKL_SESSION_CONNECTED)
+			zkl_run_pending();
+	}
+
+	/* Closing the session lets ZooKeeper drop every node of ours at once. */
+	ereport(LOG, (errmsg("zklock worker shutting down; closing ZooKeeper session")));
+	zkl_close_session();
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zkl_shared->session_id = 0;
+	zkl_shared->session_state = ZKL_SESSION_STARTING;
+	LWLockRelease(zkl_shared->lock);
+	proc_exit(0);
+}
+
+void
+zkl_register_worker(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	worker.bgw_start_time = BgWorkerStart_PostmasterStart;
+	worker.bgw_restart_time = 1;
+	strcpy(worker.bgw_library_name, "zklock");
+	strcpy(worker.bgw_function_name, "zkl_worker_main");
+	strcpy(worker.bgw_name, "zklock worker");
+	strcpy(worker.bgw_type, "zklock worker");
+	RegisterBackgroundWorker(&worker);
+}

@@ -1,0 +1,94 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.h
+ *		Internals shared by the worker's session code (worker.c) and the
+ *		lock recipe it runs for each slot (recipe.c).  Only the worker
+ *		process includes this.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZKLOCK_WORKER_H
+#define ZKLOCK_WORKER_H
+
+#include <zookeeper/zookeeper.h>
+
+#include "zklock.h"
+
+/* What a completion or watch reports; packed into the callback context. */
+typedef enum zkl_event_kind
+{
+	ZKL_EV_SESSION = 0,			/* global watcher: session state change */
+	ZKL_EV_IGNORE,				/* result nobody needs (parent creates) */
+	ZKL_EV_CREATED,				/* our contender node */
+	ZKL_EV_CHILDREN,			/* listing of the lock directory */
+	ZKL_EV_RECOVER_CHILDREN,	/* listing to find a node after connection loss */
+	ZKL_EV_RECOVER_STAT,		/* czxid of a node found that way */
+	ZKL_EV_PRED_EXISTS,			/* watch set on the predecessor */
+	ZKL_EV_PRED_WATCH,			/* the predecessor changed or vanished */
+	ZKL_EV_DELETED				/* our node is gone */
+} zkl_event_kind;
+
+/*
+ * Filled with malloc on a libzookeeper thread, consumed on the main thread.
+ * Nothing of PostgreSQL is touched until then.
+ */
+typedef struct zkl_event
+{
+	struct zkl_event *next;
+	zkl_event_kind kind;
+	int			slotno;
+	uint32		opgen;
+	int			rc;
+	int			type;			/* watch events */
+	int			state;			/* session events */
+	int64		czxid;
+	char	   *path;
+	int			nchildren;
+	char	  **children;
+} zkl_event;
+
+/* Where the worker is with one slot; private to the worker. */
+typedef enum zkl_phase
+{
+	ZKL_PH_IDLE = 0,			/* nothing in flight */
+	ZKL_PH_CREATING,			/* create + listing sent */
+	ZKL_PH_RECOVERING,			/* create outcome unknown; searching by uuid */
+	ZKL_PH_LISTING,				/* node known, listing sent */
+	ZKL_PH_WATCHING,			/* waiting for the predecessor to go */
+	ZKL_PH_HELD,
+	ZKL_PH_DELETING
+} zkl_phase;
+
+typedef struct zkl_work
+{
+	uint32		opgen;			/* bumped when the slot's work restarts */
+	zkl_phase	phase;
+	bool		retry;			/* last request hit a connection loss */
+	bool		pending;		/* in the worker's to-do list */
+	bool		pred_was_lowest;
+	int			parent_attempts;
+	char		pred[ZKL_MAX_NODE_LEN];
+} zkl_work;
+
+/* worker.c */
+extern zhandle_t *zkl_zh;
+extern zkl_work *zkl_works;
+extern const void *zkl_ctx(zkl_event_kind kind, int slotno);
+extern void zkl_string_stat_done(int rc, const char *value, const struct Stat *stat, const void *data);
+extern void zkl_strings_done(int rc, const struct String_vector *strings, const void *data);
+extern void zkl_stat_done(int rc, const struct Stat *stat, const void *data);
+extern void zkl_void_done(int rc, const void *data);
+extern void zkl_void_string_done(int rc, const char *value, const void *data);
+extern void zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat, const void *data);
+extern void zkl_pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
+extern void zkl_mark_pending(int slotno);
+extern void zkl_count_request(void);
+
+/* recipe.c */
+extern int64 zkl_sequence_of(const char *child);
+extern void zkl_dispatch(int slotno);
+extern void zkl_handle_event(zkl_event *ev);
+extern void zkl_session_lost(void);
+extern void zkl_adopt_slots(void);
+
+#endif							/* ZKLOCK_WORKER_H */

@@ -1,0 +1,154 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock.c
+ *		Entry point of the zklock extension: settings, and the hooks that
+ *		set up shared memory and the background worker when the library is
+ *		preloaded.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/shmem.h"
+#include "utils/guc.h"
+
+#include "zklock.h"
+
+PG_MODULE_MAGIC;
+
+char	   *zkl_hosts = NULL;
+char	   *zkl_root = NULL;
+int			zkl_session_timeout = 10000;
+int			zkl_connect_timeout = 10000;
+int			zkl_max_locks = 1024;
+int			zkl_max_locks_per_backend = 64;
+char	   *zkl_auth = NULL;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+void		_PG_init(void);
+
+static bool
+check_root(char **newval, void **extra, GucSource source)
+{
+	const char *p = *newval;
+
+	if (p == NULL || p[0] != '/' || (p[1] != '\0' && p[strlen(p) - 1] == '/') ||
+		strstr(p, "//") != NULL || strlen(p) > ZKL_MAX_ROOT_LEN)
+	{
+		GUC_check_errdetail("zklock.root must be an absolute ZooKeeper path of at most %d bytes, without a trailing slash.",
+							ZKL_MAX_ROOT_LEN);
+		return false;
+	}
+	return true;
+}
+
+static bool
+check_auth(char **newval, void **extra, GucSource source)
+{
+	if (*newval != NULL && (*newval)[0] != '\0' && strchr(*newval, ':') == NULL)
+	{
+		GUC_check_errdetail("zklock.auth must have the form \"user:password\".");
+		return false;
+	}
+	return true;
+}
+
+static void
+zkl_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(zkl_shmem_size());
+	RequestNamedLWLockTranche("zklock", 1);
+}
+
+static void
+zkl_shmem_startup_hook(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	zkl_shmem_startup();
+}
+
+void
+_PG_init(void)
+{
+	/*
+	 * Without preloading there is neither shared memory nor a worker; the
+	 * SQL functions then fail with a hint (see zkl_require_shmem).
+	 */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	DefineCustomStringVariable("zklock.hosts",
+							   "ZooKeeper connect string used by the zklock worker.",
+							   "A comma-separated list of host:port pairs.",
+							   &zkl_hosts,
+							   "127.0.0.1:2181",
+							   PGC_SIGHUP,
+							   0,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("zklock.root",
+							   "ZooKeeper path under which lock directories live.",
+							   NULL,
+							   &zkl_root,
+							   "/zklock",
+							   PGC_POSTMASTER,
+							   0,
+							   check_root, NULL, NULL);
+	DefineCustomIntVariable("zklock.session_timeout",
+							"ZooKeeper session timeout requested by the worker.",
+							"The server may negotiate it within its own bounds; zk_status() shows the result.",
+							&zkl_session_timeout,
+							10000, 1000, 600000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("zklock.connect_timeout",
+							"Longest time a lock request waits for an absent ZooKeeper session.",
+							"Lock timeouts shorter than this still apply.",
+							&zkl_connect_timeout,
+							10000, 0, 3600000,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("zklock.max_locks",
+							"Number of shared slots for lock requests and holds of the whole cluster.",
+							NULL,
+							&zkl_max_locks,
+							1024, 16, 1000000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("zklock.max_locks_per_backend",
+							"Number of slots one backend may use at once.",
+							NULL,
+							&zkl_max_locks_per_backend,
+							64, 1, 1000000,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomStringVariable("zklock.auth",
+							   "Digest credentials (\"user:password\") the worker presents to ZooKeeper.",
+							   NULL,
+							   &zkl_auth,
+							   "",
+							   PGC_SIGHUP,
+							   GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL,
+							   check_auth, NULL, NULL);
+
+	MarkGUCPrefixReserved("zklock");
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = zkl_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = zkl_shmem_startup_hook;
+
+	zkl_register_worker();
+	zkl_backend_init();
+}

@@ -1,0 +1,137 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock.h
+ *		Declarations shared by the zklock sources: settings, the shared
+ *		request slots that backends and the worker exchange, and the entry
+ *		points of each source file.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZKLOCK_H
+#define ZKLOCK_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+#include "storage/lwlock.h"
+
+/* Lock names are at most this many bytes; encoded, at most three times that. */
+#define ZKL_MAX_NAME_LEN	255
+#define ZKL_MAX_ROOT_LEN	255
+#define ZKL_MAX_DIR_LEN		(ZKL_MAX_ROOT_LEN + 1 + 3 * ZKL_MAX_NAME_LEN + 1)
+#define ZKL_MAX_NODE_LEN	96		/* "_c_<uuid>-lock-<seq>" and peers' layouts */
+#define ZKL_MAX_DATA_LEN	768		/* JSON description of the holder */
+#define ZKL_UUID_LEN		36
+
+/* Our own SQLSTATE class "ZK" for failures that only ZooKeeper can cause. */
+#define ERRCODE_ZKLOCK_ERROR		MAKE_SQLSTATE('Z','K','0','0','0')
+#define ERRCODE_ZKLOCK_UNAVAILABLE	MAKE_SQLSTATE('Z','K','0','0','1')
+#define ERRCODE_ZKLOCK_LOST			MAKE_SQLSTATE('Z','K','0','0','2')
+
+/* What the worker has established for a slot. */
+typedef enum zkl_slot_state
+{
+	ZKL_SLOT_FREE = 0,
+	ZKL_SLOT_WAITING,			/* posted or queued in ZooKeeper, not granted */
+	ZKL_SLOT_HELD,				/* our node is the lowest contender */
+	ZKL_SLOT_RELEASING,			/* the backend gave it up; node being deleted */
+	ZKL_SLOT_LOST,				/* was held; the node vanished */
+	ZKL_SLOT_BUSY,				/* a try found another holder; node being deleted */
+	ZKL_SLOT_FAILED				/* ZooKeeper refused the request; see zk_rc */
+} zkl_slot_state;
+
+typedef enum zkl_session_state
+{
+	ZKL_SESSION_STARTING = 0,	/* worker not yet connected */
+	ZKL_SESSION_CONNECTED,
+	ZKL_SESSION_SUSPENDED,		/* disconnected; the session may be alive */
+	ZKL_SESSION_EXPIRED			/* the session is gone; a new one is coming */
+} zkl_session_state;
+
+/*
+ * One lock request or hold of one backend.  The owning backend writes the
+ * request fields and "wanted"; the worker writes state, token, node and
+ * zk_rc.  Everything is read and written under zkl_shared->lock.
+ */
+typedef struct zkl_slot
+{
+	zkl_slot_state state;
+	uint32		generation;		/* bumped on reuse, so stale handles miss */
+	bool		wanted;			/* false once the backend releases or cancels */
+	bool		queued;			/* index is in the worker's request queue */
+	bool		try_only;		/* give up instead of queueing */
+	int			pid;
+	int			procno;
+	Oid			dbid;
+	Oid			userid;
+	int32		session_count;	/* reentrant holds, by scope, for zk_locks */
+	int32		xact_count;
+	int			zk_rc;			/* ZooKeeper error of a FAILED request */
+	int64		token;			/* czxid of our node */
+	TimestampTz requested_at;
+	TimestampTz granted_at;
+	char		uuid[ZKL_UUID_LEN + 1];
+	char		name[ZKL_MAX_NAME_LEN + 1];
+	char		dir[ZKL_MAX_DIR_LEN];	/* lock directory, absolute */
+	char		node[ZKL_MAX_NODE_LEN];	/* our child, once created */
+	char		data[ZKL_MAX_DATA_LEN];
+} zkl_slot;
+
+typedef struct zkl_shared_state
+{
+	LWLock	   *lock;
+	int			worker_procno;	/* -1 while no worker runs */
+	int			worker_pid;
+	zkl_session_state session_state;
+	int64		session_id;
+	char		session_passwd[16];
+	int			negotiated_timeout;	/* ms */
+	char		server[128];
+	TimestampTz connected_since;
+	TimestampTz disconnected_since;
+	TimestampTz last_contact;
+	uint64		n_acquired;
+	uint64		n_released;
+	uint64		n_timeouts;
+	uint64		n_cancels;
+	uint64		n_lost;
+	uint64		n_requests;		/* ZooKeeper requests sent */
+	uint64		n_watch_events;	/* predecessor watches that fired */
+	int			nslots;
+	int			queue_head;		/* ring of slot indexes for the worker */
+	int			queue_len;
+	int		   *queue;			/* nslots entries, after the slots */
+	zkl_slot	slots[FLEXIBLE_ARRAY_MEMBER];
+} zkl_shared_state;
+
+/* zklock.c: settings */
+extern char *zkl_hosts;
+extern char *zkl_root;
+extern int	zkl_session_timeout;
+extern int	zkl_connect_timeout;
+extern int	zkl_max_locks;
+extern int	zkl_max_locks_per_backend;
+extern char *zkl_auth;
+
+/* shmem.c */
+extern zkl_shared_state *zkl_shared;
+extern Size zkl_shmem_size(void);
+extern void zkl_shmem_startup(void);
+extern void zkl_require_shmem(void);
+extern void zkl_queue_push(int slotno);
+extern void zkl_slot_clear(zkl_slot *slot);
+extern void zkl_wake_worker(void);
+extern void zkl_wake_backend(zkl_slot *slot);
+
+/* encode.c */
+extern char *zkl_encode_name(const char *name, int len);
+extern char *zkl_lock_dir(const char *name, int len);
+
+/* worker.c */
+extern void zkl_register_worker(void);
+PGDLLEXPORT void zkl_worker_main(Datum arg);
+
+/* backend.c */
+extern void zkl_backend_init(void);
+
+#endif							/* ZKLOCK_H */
