@@ -204,13 +204,16 @@ zkl_give_up(int slotno, uint32 generation, bool counts_as_cancel)
 	zkl_wake_worker();
 }
 
-/* Cancel the request being waited for; harmless when there is none. */
+/*
+ * Give up the request being waited for; harmless when there is none.
+ * Interrupts and errors count as cancels, timeouts have their own counter.
+ */
 static void
-zkl_cancel_wait(void)
+zkl_cancel_wait(bool counts_as_cancel)
 {
 	if (zkl_wait_slotno < 0)
 		return;
-	zkl_give_up(zkl_wait_slotno, zkl_wait_generation, true);
+	zkl_give_up(zkl_wait_slotno, zkl_wait_generation, counts_as_cancel);
 	zkl_wait_slotno = -1;
 }
 
@@ -405,7 +408,7 @@ zkl_request(const char *key, bool xact, bool try_only, int64 timeout_ms, int64 *
 		}
 		if (state == ZKL_SLOT_FAILED)
 		{
-			zkl_cancel_wait();
+			zkl_cancel_wait(false);
 			ereport(ERROR,
 					(errcode(ERRCODE_ZKLOCK_ERROR),
 					 errmsg("ZooKeeper refused the request for lock \"%s\": %s", key, zerror(zk_rc)),
@@ -416,7 +419,7 @@ zkl_request(const char *key, bool xact, bool try_only, int64 timeout_ms, int64 *
 		now = GetCurrentTimestamp();
 		if (deadline != 0 && now >= deadline)
 		{
-			zkl_cancel_wait();
+			zkl_cancel_wait(false);
 			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 			zkl_shared->n_timeouts++;
 			LWLockRelease(zkl_shared->lock);
@@ -441,7 +444,7 @@ zkl_request(const char *key, bool xact, bool try_only, int64 timeout_ms, int64 *
 
 			if (now >= conn_deadline)
 			{
-				zkl_cancel_wait();
+				zkl_cancel_wait(false);
 				ereport(ERROR,
 						(errcode(ERRCODE_ZKLOCK_UNAVAILABLE),
 						 errmsg("could not obtain ZooKeeper lock \"%s\": ZooKeeper is not reachable", key),
@@ -637,7 +640,7 @@ zkl_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
 			/* After the commit record: the next holder sees our work. */
-			zkl_cancel_wait();
+			zkl_cancel_wait(true);
 			zkl_release_xact_holds(0);
 			break;
 		default:
@@ -656,7 +659,7 @@ zkl_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	level = GetCurrentTransactionNestLevel();
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 	{
-		zkl_cancel_wait();
+		zkl_cancel_wait(true);
 		zkl_release_xact_holds(level);
 	}
 	else if (event == SUBXACT_EVENT_COMMIT_SUB)
@@ -675,7 +678,7 @@ zkl_backend_exit(int code, Datum arg)
 
 	if (zkl_shared == NULL || zkl_locks == NULL)
 		return;
-	zkl_cancel_wait();
+	zkl_cancel_wait(true);
 	hash_seq_init(&seq, zkl_locks);
 	while ((lock = hash_seq_search(&seq)) != NULL)
 		zkl_drop_local(lock);

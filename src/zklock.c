@@ -139,7 +139,7 @@ _PG_init(void)
 							   &zkl_auth,
 							   "",
 							   PGC_SIGHUP,
-							   GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL,
+							   GUC_SUPERUSER_ONLY,
 							   check_auth, NULL, NULL);
 
 	MarkGUCPrefixReserved("zklock");
