@@ -14,7 +14,7 @@ PG_CPPFLAGS = -I$(srcdir)/src
 # Suites need a server started with zklock preloaded and a ZooKeeper
 # (test/run_all.sh sets both up).
 REGRESS = setup basic lifetimes input security
-ISOLATION = fifo timeout
+ISOLATION = timeout
 ISOLATION_OPTS = --load-extension=zklock
 
 PG_CONFIG ?= pg_config

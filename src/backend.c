@@ -182,10 +182,10 @@ zkl_give_up(int slotno, uint32 generation, bool counts_as_cancel)
 		{
 			case ZKL_SLOT_WAITING:
 			case ZKL_SLOT_HELD:
-				if (slot->state == ZKL_SLOT_HELD)
-					slot->state = ZKL_SLOT_RELEASING;
-				else if (counts_as_cancel)
+				if (slot->state == ZKL_SLOT_WAITING && counts_as_cancel)
 					zkl_shared->n_cancels++;
+				/* From here on the view shows it leaving, not queued. */
+				slot->state = ZKL_SLOT_RELEASING;
 				slot->wanted = false;
 				slot->session_count = slot->xact_count = 0;
 				zkl_queue_push(slotno);

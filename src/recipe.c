@@ -221,7 +221,7 @@ zkl_release(int slotno, zkl_slot *slot)
 	{
 		case ZKL_PH_IDLE:
 			/* Never sent, or already failed/lost: nothing exists in ZooKeeper. */
-			if (slot->state == ZKL_SLOT_WAITING)
+			if (slot->state == ZKL_SLOT_RELEASING)
 				zkl_free_slot(slotno);
 			break;
 		case ZKL_PH_CREATING:
@@ -547,7 +547,7 @@ zkl_handle_event(zkl_event *ev)
 			if (ev->rc == ZOK || ev->rc == ZNONODE)
 			{
 				LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-				if (slot->state == ZKL_SLOT_RELEASING)
+				if (slot->state == ZKL_SLOT_RELEASING && slot->granted_at != 0)
 					zkl_shared->n_released++;
 				LWLockRelease(zkl_shared->lock);
 				zkl_free_slot(slotno);
