@@ -250,9 +250,13 @@ zkl_release(int slotno, zkl_slot *slot)
 	}
 }
 
-/* Do what a slot needs now; called when the session is connected. */
+/*
+ * Do what a slot needs now.  Without a usable session only a request that
+ * never reached ZooKeeper can be settled (by freeing it); the rest waits
+ * for the connection.
+ */
 void
-zkl_dispatch(int slotno)
+zkl_dispatch(int slotno, bool connected)
 {
 	zkl_slot   *slot = &zkl_shared->slots[slotno];
 	zkl_work   *work = &zkl_works[slotno];
@@ -266,6 +270,14 @@ zkl_dispatch(int slotno)
 
 	if (state == ZKL_SLOT_FREE || state == ZKL_SLOT_FAILED || state == ZKL_SLOT_LOST)
 		return;
+	if (!connected)
+	{
+		if (!wanted && work->phase == ZKL_PH_IDLE)
+			zkl_release(slotno, slot);
+		else
+			zkl_mark_pending(slotno);
+		return;
+	}
 	if (!wanted)
 	{
 		zkl_release(slotno, slot);

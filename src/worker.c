@@ -406,6 +406,8 @@ static void
 zkl_run_pending(void)
 {
 	int			n = zkl_npending;
+	bool		connected = zkl_zh != NULL &&
+		zkl_shared->session_state == ZKL_SESSION_CONNECTED;
 
 	/* Dispatch may mark slots pending again; those wait for the next round. */
 	zkl_npending = 0;
@@ -414,7 +416,7 @@ zkl_run_pending(void)
 		int			slotno = zkl_pending[i];
 
 		zkl_works[slotno].pending = false;
-		zkl_dispatch(slotno);
+		zkl_dispatch(slotno, connected);
 	}
 }
 
@@ -503,8 +505,7 @@ zkl_worker_main(Datum arg)
 
 		zkl_drain_events();
 		zkl_take_requests();
-		if (zkl_zh && zkl_shared->session_state == ZKL_SESSION_CONNECTED)
-			zkl_run_pending();
+		zkl_run_pending();
 	}
 
 	/* Closing the session lets ZooKeeper drop every node of ours at once. */

@@ -86,7 +86,7 @@ extern void zkl_count_request(void);
 
 /* recipe.c */
 extern int64 zkl_sequence_of(const char *child);
-extern void zkl_dispatch(int slotno);
+extern void zkl_dispatch(int slotno, bool connected);
 extern void zkl_handle_event(zkl_event *ev);
 extern void zkl_session_lost(void);
 extern void zkl_adopt_slots(void);

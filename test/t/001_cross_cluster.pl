@@ -1,0 +1,81 @@
+# Two PostgreSQL clusters on one ZooKeeper share a lock: tries and timed
+# acquires fail while the other cluster holds it, and a blocked waiter is
+# granted as soon as the holder releases, commits or disconnects.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
+use ZklockTest;
+use Test::More;
+use Time::HiRes qw(sleep);
+
+my $zk = zk_start(1);
+my $a = zklock_node('a', $zk);
+my $b = zklock_node('b', $zk);
+
+# Acquire in B with a short timeout; returns the SQLSTATE or 'granted'.
+sub timed_acquire_state
+{
+	my ($node, $name, $timeout) = @_;
+	my ($ret, $out, $err) = $node->psql('postgres',
+		"\\set VERBOSITY verbose\nSELECT zk_lock_acquire('$name', '$timeout')");
+	return 'granted' if $ret == 0;
+	return $err =~ /ERROR:\s+(\w{5}):/ ? $1 : $err;
+}
+
+my $sa = bg_session($a);
+ok($sa->query_safe("SELECT zk_lock_acquire('abc.json') > 0") eq 't', 'A holds abc.json');
+is($b->safe_psql('postgres', "SELECT zk_lock_try('abc.json')"), 'f', 'B cannot take it with a try');
+is(timed_acquire_state($b, 'abc.json', '200ms'), '55P03', 'B times out with SQLSTATE 55P03');
+my ($ret, $out, $err) = $b->psql('postgres', "SELECT zk_lock_acquire('abc.json', '200ms')");
+like($err, qr/could not obtain ZooKeeper lock "abc.json".*\n.*waiting 200 ms/, 'the error names the lock and the wait');
+
+# release: B gets it
+$sa->query_safe("SELECT zk_lock_release('abc.json')");
+is(timed_acquire_state($b, 'abc.json', '10s'), 'granted', 'after release B gets the lock');
+
+# commit of a transaction-scope hold: B gets it
+$sa->query_safe("BEGIN; SELECT zk_lock_acquire_xact('abc.json')");
+is($b->safe_psql('postgres', "SELECT zk_lock_try('abc.json')"), 'f', 'xact hold in A keeps B out');
+$sa->query_safe("COMMIT");
+is(timed_acquire_state($b, 'abc.json', '10s'), 'granted', 'after commit B gets the lock');
+
+# disconnect: B gets it
+$sa->query_safe("SELECT zk_lock_acquire('abc.json')");
+is(timed_acquire_state($b, 'abc.json', '200ms'), '55P03', 'A holds it again');
+$sa->quit;
+is(timed_acquire_state($b, 'abc.json', '10s'), 'granted', 'after A disconnects B gets the lock');
+
+# A blocked waiter in B is woken by the release, not by polling.
+$sa = bg_session($a);
+$sa->query_safe("SELECT zk_lock_acquire('abc.json')");
+my $sb = bg_session($b);
+$sb->query_until(qr/waiting/, "\\echo waiting\nSELECT zk_lock_acquire('abc.json') > 0 AS got, extract(epoch FROM clock_timestamp()) AS granted_at;\n");
+wait_until(sub {
+	$b->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Extension' AND query LIKE '%abc.json%'") eq '1'
+}, 30, 'B waits as an Extension wait');
+is($b->safe_psql('postgres', "SELECT state FROM zk_locks WHERE name = 'abc.json'"), 'waiting', 'zk_locks shows B waiting');
+
+my $requests_before = $b->safe_psql('postgres', "SELECT zk_requests FROM zk_status()");
+sleep(1.5);
+is($b->safe_psql('postgres', "SELECT zk_requests FROM zk_status()"), $requests_before,
+	'a waiting B sends no ZooKeeper requests (no polling)');
+
+my $released_at = $sa->query_safe("SELECT extract(epoch FROM clock_timestamp()); SELECT zk_lock_release('abc.json')");
+($released_at) = split /\n/, $released_at;
+my $res = $sb->query_safe("SELECT 'done'");
+my ($got, $granted_at) = split /\|/, (split /\n/, $res)[0];
+is($got, 't', 'blocked B is granted after the release');
+my $delay_ms = ($granted_at - $released_at) * 1000;
+diag(sprintf("benchmark figure: cross-cluster handoff delay %.1f ms", $delay_ms));
+cmp_ok($delay_ms, '>=', 0, 'the grant follows the release');
+
+$sb->query_safe("SELECT zk_lock_release('abc.json')");
+$sa->quit;
+$sb->quit;
+
+# Nothing is left in ZooKeeper once both are done.
+wait_until(sub { !zk_ls($zk, '/zklock/abc.json') }, 30, 'no contender node left');
+
+done_testing();

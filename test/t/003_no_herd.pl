@@ -1,0 +1,81 @@
+# No herd: with 50 waiters on one lock, every waiter watches only its
+# predecessor, and each release wakes exactly one waiter.  Shown with
+# ZooKeeper's own watch table and with the workers' count of watch events.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
+use ZklockTest;
+use Test::More;
+
+my $nwaiters = 50;
+my $zk = zk_start(1);
+my @nodes = (zklock_node('a', $zk, conf => 'max_connections = 80'),
+	zklock_node('b', $zk, conf => 'max_connections = 80'));
+my $dir = $nodes[0]->safe_psql('postgres', "SELECT zk_lock_path('herd')");
+
+sub watch_events
+{
+	my $sum = 0;
+	$sum += $_->safe_psql('postgres', 'SELECT watch_events FROM zk_status()') for @nodes;
+	return $sum;
+}
+
+my $holder = bg_session($nodes[0]);
+$holder->query_safe("SELECT zk_lock_acquire('herd')");
+
+my @waiters;
+for my $i (0 .. $nwaiters - 1)
+{
+	my $s = bg_session($nodes[ $i % 2 ]);
+	# Hold for a moment once granted, so each handoff is its own event.
+	$s->query_until(qr/waiting/,
+		"\\echo waiting\nSELECT zk_lock_acquire('herd') > 0, pg_sleep(0.02), zk_lock_release('herd');\n");
+	push @waiters, $s;
+}
+wait_until(sub { scalar(zk_ls($zk, $dir)) == $nwaiters + 1 }, 60, 'all waiters queued');
+
+# ZooKeeper's view (wchc: session -> watched paths): each node of the
+# directory but the newest is watched by exactly one session, and nothing
+# watches the directory itself.
+sub watchers_by_path
+{
+	my %by_path;
+	my $wchc = zk_wchc($zk);
+	for my $session (keys %$wchc)
+	{
+		push @{ $by_path{$_} }, $session for @{ $wchc->{$session} };
+	}
+	return \%by_path;
+}
+my $watchers;
+wait_until(sub {
+	$watchers = watchers_by_path();
+	scalar(grep { index($_, "$dir/") == 0 } keys %$watchers) == $nwaiters
+}, 30, 'every waiter has set its watch');
+my @watched = grep { index($_, "$dir/") == 0 } keys %$watchers;
+is(scalar(@watched), $nwaiters, "$nwaiters contender nodes are watched");
+is(scalar(grep { scalar(@{ $watchers->{$_} }) != 1 } @watched), 0, 'each by exactly one session');
+ok(!exists $watchers->{$dir}, 'nobody watches the lock directory');
+
+my $events_before = watch_events();
+$holder->query_safe("SELECT zk_lock_release('herd')");
+for my $s (@waiters)
+{
+	$s->query_safe("SELECT 'done'");
+	$s->quit;
+}
+wait_until(sub { !zk_ls($zk, $dir) }, 60, 'every waiter got the lock and released it');
+my $events = watch_events() - $events_before;
+is($events, $nwaiters, "$nwaiters releases fired $nwaiters watch events: one waiter woken per release");
+
+# ZooKeeper's own counters agree: no deletion fired more than one watch,
+# and no children watch was ever set.
+my $mntr = zk_mntr($zk);
+is($mntr->{zk_max_node_deleted_watch_count}, 1, 'ZooKeeper: at most one watch fired per deleted node');
+cmp_ok($mntr->{zk_cnt_node_deleted_watch_count}, '>=', $nwaiters, 'ZooKeeper: deletions fired watches');
+is($mntr->{zk_max_node_children_watch_count}, 0, 'ZooKeeper: no children watch fired');
+
+$holder->quit;
+done_testing();
