@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Installs what zklock needs to build and test on Debian 12, if missing:
+# PostgreSQL 15 with PGXS, the ZooKeeper C client and Java server, IPC::Run
+# for the TAP tests, a JRE and a C toolchain.  Idempotent: with everything
+# present it only checks, and never touches the network.
+set -euo pipefail
+
+PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev zookeeper
+	libipc-run-perl default-jre-headless build-essential)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	[ "$status" = installed ] || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+	if [ "$(id -u)" -eq 0 ]; then
+		SUDO=()
+	elif command -v sudo >/dev/null; then
+		SUDO=(sudo)
+	else
+		echo "install-deps.sh: missing ${missing[*]}, and not root and no sudo" >&2
+		exit 1
+	fi
+	echo "install-deps.sh: installing ${missing[*]}" >&2
+
+	# Package scripts would start Debian's own PostgreSQL cluster and a
+	# system ZooKeeper listening on all interfaces.  The tests need neither
+	# (they run private servers on loopback), so forbid service starts for
+	# the duration of the install, unless the machine already has a policy.
+	policy=/usr/sbin/policy-rc.d
+	if [ ! -e "$policy" ]; then
+		trap '"${SUDO[@]}" rm -f "$policy"' EXIT
+		printf '#!/bin/sh\n# Temporary, from zklock test/install-deps.sh\nexit 101\n' |
+			"${SUDO[@]}" tee "$policy" >/dev/null
+		"${SUDO[@]}" chmod 755 "$policy"
+	fi
+
+	"${SUDO[@]}" apt-get update
+	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+fi
+
+# Builds and tests use PostgreSQL 15's pg_config explicitly; a pg_config
+# earlier on PATH from another major version would make a plain `make`
+# build against the wrong server headers.
+PG15_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+[ -x "$PG15_CONFIG" ] || { echo "install-deps.sh: $PG15_CONFIG not found" >&2; exit 1; }
+if ! command -v pg_config >/dev/null; then
+	echo "install-deps.sh: no pg_config on PATH; add /usr/lib/postgresql/15/bin to PATH" >&2
+	exit 1
+fi
+case "$(pg_config --version)" in
+"PostgreSQL 15."*) ;;
+*)
+	echo "install-deps.sh: pg_config on PATH ($(command -v pg_config)) is" \
+		"'$(pg_config --version)', not PostgreSQL 15;" \
+		"put /usr/lib/postgresql/15/bin first on PATH" >&2
+	exit 1
+	;;
+esac
+
+# Debian's auto-created cluster (15/main) is not used: the tests initdb
+# their own clusters on free loopback ports, and nothing here starts it.
+exit 0
