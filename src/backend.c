@@ -391,7 +391,8 @@ zkl_request(const char *key, bool xact, bool try_only, int64 timeout_ms, int64 *
 		int			rc;
 
 		LWLockAcquire(zkl_shared->lock, LW_SHARED);
-		state = slot->state;
+		/* A try that found a holder may be deleted and freed before we look. */
+		state = slot->generation == generation ? slot->state : ZKL_SLOT_BUSY;
 		zk_rc = slot->zk_rc;
 		*token = slot->token;
 		session = zkl_shared->session_state;
@@ -404,6 +405,8 @@ zkl_request(const char *key, bool xact, bool try_only, int64 timeout_ms, int64 *
 		{
 			/* The worker deletes the node and frees the slot. */
 			zkl_wait_slotno = -1;
+			if (!try_only)
+				elog(ERROR, "zklock slot %d was taken away from a waiting request", slotno);
 			return false;
 		}
 		if (state == ZKL_SLOT_FAILED)
