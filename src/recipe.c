@@ -211,8 +211,35 @@ zkl_send_delete(int slotno, zkl_slot *slot)
 	pfree(path);
 }
 
-/* The backend gave the slot up: move it towards deletion. */
+/* Redo the request that a connection loss cut off. */
 static void
+zkl_redo(int slotno, zkl_slot *slot)
+{
+	zkl_work   *work = &zkl_works[slotno];
+
+	work->retry = false;
+	switch (work->phase)
+	{
+		case ZKL_PH_RECOVERING:
+			zkl_send_listing(slotno, slot, ZKL_EV_RECOVER_CHILDREN);
+			break;
+		case ZKL_PH_LISTING:
+		case ZKL_PH_WATCHING:
+			zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
+			break;
+		case ZKL_PH_DELETING:
+			zkl_send_delete(slotno, slot);
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * The backend gave the slot up.  Returns true when that settled what to do;
+ * false when the slot's in-flight request must finish first.
+ */
+static bool
 zkl_release(int slotno, zkl_slot *slot)
 {
 	zkl_work   *work = &zkl_works[slotno];
@@ -223,30 +250,16 @@ zkl_release(int slotno, zkl_slot *slot)
 			/* Never sent, or already failed/lost: nothing exists in ZooKeeper. */
 			if (slot->state == ZKL_SLOT_RELEASING)
 				zkl_free_slot(slotno);
-			break;
-		case ZKL_PH_CREATING:
-			/* The create's completion sees !wanted and deletes. */
-			break;
-		case ZKL_PH_RECOVERING:
-			if (work->retry)
-			{
-				work->retry = false;
-				zkl_send_listing(slotno, slot, ZKL_EV_RECOVER_CHILDREN);
-			}
-			break;
+			return true;
 		case ZKL_PH_LISTING:
 		case ZKL_PH_WATCHING:
 		case ZKL_PH_HELD:
 			work->retry = false;
 			zkl_send_delete(slotno, slot);
-			break;
-		case ZKL_PH_DELETING:
-			if (work->retry)
-			{
-				work->retry = false;
-				zkl_send_delete(slotno, slot);
-			}
-			break;
+			return true;
+		default:
+			/* A create's or a delete's completion sees !wanted and goes on. */
+			return false;
 	}
 }
 
@@ -278,44 +291,13 @@ zkl_dispatch(int slotno, bool connected)
 			zkl_mark_pending(slotno);
 		return;
 	}
-	if (!wanted)
-	{
-		zkl_release(slotno, slot);
-		return;
-	}
 
-	switch (work->phase)
-	{
-		case ZKL_PH_IDLE:
-			if (state == ZKL_SLOT_WAITING)
-				zkl_send_create(slotno, slot, false);
-			break;
-		case ZKL_PH_RECOVERING:
-			if (work->retry)
-			{
-				work->retry = false;
-				zkl_send_listing(slotno, slot, ZKL_EV_RECOVER_CHILDREN);
-			}
-			break;
-		case ZKL_PH_LISTING:
-		case ZKL_PH_WATCHING:
-			if (work->retry)
-			{
-				work->retry = false;
-				zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
-			}
-			break;
-		case ZKL_PH_DELETING:
-			if (work->retry)
-			{
-				work->retry = false;
-				zkl_send_delete(slotno, slot);
-			}
-			break;
-		case ZKL_PH_CREATING:
-		case ZKL_PH_HELD:
-			break;
-	}
+	if (!wanted && zkl_release(slotno, slot))
+		return;
+	if (work->phase == ZKL_PH_IDLE && state == ZKL_SLOT_WAITING)
+		zkl_send_create(slotno, slot, false);
+	else if (work->retry)
+		zkl_redo(slotno, slot);
 }
 
 /* A request failed because the connection dropped: try again later. */
