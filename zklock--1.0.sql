@@ -37,6 +37,11 @@ RETURNS bigint
 AS 'MODULE_PATHNAME', 'zk_lock_token'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
+CREATE FUNCTION zk_lock_check(name text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_lock_check'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
 CREATE FUNCTION zk_lock_path(name text)
 RETURNS text
 AS 'MODULE_PATHNAME', 'zk_lock_path'
@@ -87,5 +92,5 @@ LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 -- administrator grants them (see README).
 REVOKE ALL ON FUNCTION zk_lock_acquire(text, interval), zk_lock_acquire_xact(text, interval),
 	zk_lock_try(text), zk_lock_try_xact(text), zk_lock_release(text), zk_lock_release_all(),
-	zk_lock_token(text), zk_lock_path(text), zk_locks_internal(), zk_status() FROM PUBLIC;
+	zk_lock_token(text), zk_lock_check(text), zk_lock_path(text), zk_locks_internal(), zk_status() FROM PUBLIC;
 REVOKE ALL ON zk_locks FROM PUBLIC;

@@ -266,18 +266,25 @@ zkl_count_hold(zkl_local_lock *lock, bool xact, const char *key)
 	zkl_update_slot_counts(lock);
 }
 
-/* Report a lock that the worker found lost, once, and forget it. */
-static void
-zkl_report_if_lost(zkl_local_lock *lock)
+static bool
+zkl_lock_is_lost(zkl_local_lock *lock)
 {
 	zkl_slot   *slot = &zkl_shared->slots[lock->slotno];
 	bool		lost;
-	char		name[ZKL_MAX_NAME_LEN + 1];
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	lost = slot->generation == lock->generation && slot->state == ZKL_SLOT_LOST;
 	LWLockRelease(zkl_shared->lock);
-	if (!lost)
+	return lost;
+}
+
+/* Report a lock that the worker found lost, once, and forget it. */
+static void
+zkl_report_if_lost(zkl_local_lock *lock)
+{
+	char		name[ZKL_MAX_NAME_LEN + 1];
+
+	if (!zkl_lock_is_lost(lock))
 		return;
 
 	strlcpy(name, lock->name, sizeof(name));
@@ -285,7 +292,7 @@ zkl_report_if_lost(zkl_local_lock *lock)
 	ereport(ERROR,
 			(errcode(ERRCODE_ZKLOCK_LOST),
 			 errmsg("ZooKeeper lock \"%s\" was lost", name),
-			 errdetail("The ZooKeeper session of this cluster ended while the lock was held."),
+			 errdetail("Its ZooKeeper node vanished while this session held it: the session expired or the node was deleted."),
 			 errhint("Another client may have taken the lock; redo the work under a new lock.")));
 }
 
@@ -593,28 +600,80 @@ zkl_release_xact_holds(int nest_level)
 	}
 }
 
-/* Refuse to commit when a lock this transaction relies on was lost. */
+/*
+ * A backend that holds locks commits only with proof that they are still
+ * its own: none was lost, and a request sent to ZooKeeper less than a third
+ * of the session timeout ago was answered, so the session cannot have
+ * expired by now.  Without such proof (disconnected, or the worker frozen)
+ * the commit waits for a fresh heartbeat, at most one session timeout, and
+ * fails when none comes.
+ */
 static void
-zkl_check_not_lost(void)
+zkl_confirm_before_commit(void)
 {
-	HASH_SEQ_STATUS seq;
-	zkl_local_lock *lock;
+	TimestampTz start = 0;
+	TimestampTz deadline = 0;
 
-	hash_seq_init(&seq, zkl_locks);
-	while ((lock = hash_seq_search(&seq)) != NULL)
+	if (hash_get_num_entries(zkl_locks) == 0)
+		return;
+
+	for (;;)
 	{
-		zkl_slot   *slot = &zkl_shared->slots[lock->slotno];
-		bool		lost;
+		HASH_SEQ_STATUS seq;
+		zkl_local_lock *lock;
+		zkl_session_state state;
+		TimestampTz last_contact;
+		int			timeout_ms;
+		TimestampTz now;
+
+		hash_seq_init(&seq, zkl_locks);
+		while ((lock = hash_seq_search(&seq)) != NULL)
+		{
+			if (zkl_lock_is_lost(lock))
+			{
+				hash_seq_term(&seq);
+				zkl_report_if_lost(lock);
+			}
+		}
 
 		LWLockAcquire(zkl_shared->lock, LW_SHARED);
-		lost = slot->generation == lock->generation && slot->state == ZKL_SLOT_LOST;
+		state = zkl_shared->session_state;
+		last_contact = zkl_shared->last_contact;
+		timeout_ms = zkl_shared->negotiated_timeout > 0 ? zkl_shared->negotiated_timeout : zkl_session_timeout;
 		LWLockRelease(zkl_shared->lock);
-		if (lost)
+
+		now = GetCurrentTimestamp();
+		if (state == ZKL_SESSION_CONNECTED &&
+			now < TimestampTzPlusMilliseconds(last_contact, timeout_ms / 3))
+			break;
+		if (start == 0)
 		{
-			hash_seq_term(&seq);
-			zkl_report_if_lost(lock);
+			start = now;
+			deadline = TimestampTzPlusMilliseconds(now, timeout_ms);
 		}
+		if (now >= deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_ZKLOCK_LOST),
+					 errmsg("could not confirm the ZooKeeper session before commit"),
+					 errdetail("No answer from ZooKeeper for %d ms; this session's ZooKeeper locks may have passed to another holder.",
+							   timeout_ms),
+					 errhint("Check that ZooKeeper at zklock.hosts (\"%s\") is reachable and the zklock worker is running.",
+							 zkl_hosts)));
+
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		zkl_shared->heartbeat_requested = true;
+		LWLockRelease(zkl_shared->lock);
+		zkl_wake_worker();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
 	}
+
+	if (start != 0)
+		ereport(LOG,
+				(errmsg("zklock: commit waited %ld ms for the ZooKeeper session to be confirmed",
+						(long) ((GetCurrentTimestamp() - start) / 1000))));
 }
 
 static void
@@ -627,7 +686,7 @@ zkl_xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_PRE_COMMIT:
 		case XACT_EVENT_PARALLEL_PRE_COMMIT:
-			zkl_check_not_lost();
+			zkl_confirm_before_commit();
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			if (zkl_n_xact_holds > 0)

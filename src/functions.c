@@ -22,6 +22,7 @@ PG_FUNCTION_INFO_V1(zk_lock_try_xact);
 PG_FUNCTION_INFO_V1(zk_lock_release);
 PG_FUNCTION_INFO_V1(zk_lock_release_all);
 PG_FUNCTION_INFO_V1(zk_lock_token);
+PG_FUNCTION_INFO_V1(zk_lock_check);
 PG_FUNCTION_INFO_V1(zk_lock_path);
 PG_FUNCTION_INFO_V1(zk_locks);
 PG_FUNCTION_INFO_V1(zk_status);
@@ -127,6 +128,21 @@ zk_lock_token(PG_FUNCTION_ARGS)
 	if (!zkl_held_token(zkl_name_arg(fcinfo), &token))
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(token);
+}
+
+/* True only while this backend holds the lock and the session is connected. */
+Datum
+zk_lock_check(PG_FUNCTION_ARGS)
+{
+	int64		token;
+	bool		connected;
+
+	if (!zkl_held_token(zkl_name_arg(fcinfo), &token))
+		PG_RETURN_BOOL(false);
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	connected = zkl_shared->session_state == ZKL_SESSION_CONNECTED;
+	LWLockRelease(zkl_shared->lock);
+	PG_RETURN_BOOL(connected);
 }
 
 Datum

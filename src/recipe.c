@@ -14,6 +14,8 @@
  */
 #include "postgres.h"
 
+#include <signal.h>
+
 #include "utils/timestamp.h"
 
 #include "worker.h"
@@ -132,6 +134,39 @@ zkl_fail_slot(int slotno, int rc)
 	LWLockRelease(zkl_shared->lock);
 }
 
+/*
+ * A held lock is gone.  Caller holds the lock exclusively.  The backend is
+ * woken and, as zklock.on_lock_lost says, its statement cancelled or the
+ * backend terminated at once; its commit fails in any case.
+ */
+static void
+zkl_mark_lost(zkl_slot *slot, const char *cause)
+{
+	slot->state = ZKL_SLOT_LOST;
+	slot->node[0] = '\0';
+	zkl_shared->n_lost++;
+	zkl_wake_backend(slot);
+	ereport(LOG,
+			(errmsg("zklock: backend %d lost ZooKeeper lock \"%s\": %s",
+					slot->pid, slot->name, cause)));
+	if (zkl_on_lock_lost == ZKL_ON_LOST_CANCEL)
+		kill(slot->pid, SIGINT);
+	else if (zkl_on_lock_lost == ZKL_ON_LOST_TERMINATE)
+		kill(slot->pid, SIGTERM);
+}
+
+/* Watch our own held node, so that a deletion by anyone is noticed. */
+static void
+zkl_watch_own_node(int slotno, zkl_slot *slot)
+{
+	char	   *path = zkl_child_path(slot, slot->node);
+
+	zkl_check_sent(slotno, zoo_awexists(zkl_zh, path, zkl_node_watcher,
+										(void *) zkl_ctx(ZKL_EV_OWN_WATCH, slotno),
+										zkl_stat_done, zkl_ctx(ZKL_EV_OWN_WATCH, slotno)));
+	pfree(path);
+}
+
 static void
 zkl_grant(int slotno, zkl_slot *slot)
 {
@@ -151,6 +186,8 @@ zkl_grant(int slotno, zkl_slot *slot)
 	zkl_works[slotno].phase = ZKL_PH_HELD;
 	if (!wanted)
 		zkl_send_delete(slotno, slot);
+	else
+		zkl_watch_own_node(slotno, slot);
 }
 
 /*
@@ -380,7 +417,7 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 	strlcpy(work->pred, pred, sizeof(work->pred));
 	path = zkl_child_path(slot, pred);
 	/* getData, not exists: a vanished predecessor leaves no watch behind. */
-	zkl_check_sent(slotno, zoo_awget(zkl_zh, path, zkl_pred_watcher,
+	zkl_check_sent(slotno, zoo_awget(zkl_zh, path, zkl_node_watcher,
 									 (void *) zkl_ctx(ZKL_EV_PRED_WATCH, slotno),
 									 zkl_data_done, zkl_ctx(ZKL_EV_PRED_EXISTS, slotno)));
 	pfree(path);
@@ -535,6 +572,24 @@ zkl_handle_event(zkl_event *ev)
 				zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
 			break;
 
+		case ZKL_EV_OWN_WATCH:
+			if (work->phase != ZKL_PH_HELD || ev->type == ZOO_SESSION_EVENT)
+				break;
+			if (ev->type == ZOO_DELETED_EVENT || (ev->type == 0 && ev->rc == ZNONODE))
+			{
+				LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+				if (slot->state == ZKL_SLOT_HELD)
+					zkl_mark_lost(slot, "its node was deleted");
+				LWLockRelease(zkl_shared->lock);
+				work->opgen++;
+				work->phase = ZKL_PH_IDLE;
+			}
+			else if (ev->type != 0)
+				zkl_watch_own_node(slotno, slot);	/* data changed: watch again */
+			else if (ev->rc != ZOK)
+				zkl_connection_trouble(slotno, ev->rc);
+			break;
+
 		case ZKL_EV_DELETED:
 			if (work->phase != ZKL_PH_DELETING)
 				break;
@@ -572,13 +627,7 @@ zkl_session_lost(void)
 		switch (slot->state)
 		{
 			case ZKL_SLOT_HELD:
-				slot->state = ZKL_SLOT_LOST;
-				slot->node[0] = '\0';
-				zkl_shared->n_lost++;
-				zkl_wake_backend(slot);
-				ereport(LOG,
-						(errmsg("zklock: backend %d lost ZooKeeper lock \"%s\" because the session ended",
-								slot->pid, slot->name)));
+				zkl_mark_lost(slot, "the ZooKeeper session ended");
 				break;
 			case ZKL_SLOT_WAITING:
 				if (slot->wanted)

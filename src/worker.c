@@ -22,6 +22,7 @@
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
@@ -47,6 +48,19 @@ static int	zkl_npending = 0;
 static char *zkl_current_hosts = NULL;
 static int	zkl_backoff_ms = 0;
 static TimestampTz zkl_next_connect = 0;
+
+/*
+ * After a crash restart the previous incarnation's session may still hold
+ * nodes of dead backends.  Its id and password survive in this file in the
+ * data directory; the new worker reattaches to that session only to close
+ * it, so ZooKeeper frees those locks now instead of after the timeout.
+ */
+#define ZKL_SESSION_FILE	"zklock.session"
+static bool zkl_closing_previous = false;
+
+/* Heartbeats prove the session alive to committing backends. */
+static TimestampTz zkl_heartbeat_sent = 0;
+static bool zkl_heartbeat_in_flight = false;
 
 /* ---- libzookeeper threads: malloc, the mutex and write(2) only ---- */
 
@@ -150,7 +164,7 @@ zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat,
 }
 
 void
-zkl_pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+zkl_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
 	zkl_event  *ev = zkl_new_event(ctx, ZOK);
 
@@ -224,6 +238,40 @@ zkl_state_name(int state)
 }
 
 static void
+zkl_save_session_file(int64 id, const char *passwd)
+{
+	FILE	   *f = AllocateFile(ZKL_SESSION_FILE ".tmp", PG_BINARY_W);
+
+	if (f == NULL)
+	{
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", ZKL_SESSION_FILE ".tmp")));
+		return;
+	}
+	fwrite(&id, sizeof(id), 1, f);
+	fwrite(passwd, 16, 1, f);
+	if (FreeFile(f) != 0 || durable_rename(ZKL_SESSION_FILE ".tmp", ZKL_SESSION_FILE, LOG) != 0)
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not save the ZooKeeper session in \"%s\": %m", ZKL_SESSION_FILE)));
+}
+
+static bool
+zkl_load_session_file(clientid_t *cid)
+{
+	FILE	   *f = AllocateFile(ZKL_SESSION_FILE, PG_BINARY_R);
+	bool		ok;
+
+	if (f == NULL)
+		return false;
+	ok = fread(&cid->client_id, sizeof(cid->client_id), 1, f) == 1 &&
+		fread(cid->passwd, sizeof(cid->passwd), 1, f) == 1;
+	FreeFile(f);
+	return ok && cid->client_id != 0;
+}
+
+static void
 zkl_close_session(void)
 {
 	if (zkl_zh == NULL)
@@ -258,6 +306,13 @@ zkl_open_session(void)
 	memcpy(cid.passwd, zkl_shared->session_passwd, sizeof(cid.passwd));
 	LWLockRelease(zkl_shared->lock);
 
+	/* Shared memory is new: a session left by a crashed incarnation is closed first. */
+	if (!reattach && zkl_load_session_file(&cid))
+	{
+		zkl_closing_previous = true;
+		reattach = true;
+	}
+
 	/* The library's threads must inherit a mask that keeps our signals out. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -280,7 +335,11 @@ zkl_open_session(void)
 	if (zkl_auth && zkl_auth[0] != '\0')
 		zoo_add_auth(zkl_zh, "digest", zkl_auth, strlen(zkl_auth), NULL, NULL);
 
-	if (reattach)
+	if (zkl_closing_previous)
+		ereport(LOG,
+				(errmsg("zklock reattaching to ZooKeeper session 0x%llx of the previous server incarnation to close it",
+						(unsigned long long) cid.client_id)));
+	else if (reattach)
 		ereport(LOG,
 				(errmsg("zklock reattaching to ZooKeeper session 0x%llx at %s",
 						(unsigned long long) cid.client_id, zkl_hosts)));
@@ -322,12 +381,43 @@ zkl_set_session_state(zkl_session_state state)
 	LWLockRelease(zkl_shared->lock);
 }
 
+/* The previous incarnation's session is reached or gone: start our own. */
+static void
+zkl_finish_closing_previous(int state)
+{
+	const clientid_t *cid = zoo_client_id(zkl_zh);
+
+	ereport(LOG,
+			(errmsg("zklock %s ZooKeeper session 0x%llx of the previous server incarnation",
+					state == ZOO_CONNECTED_STATE ? "closed" : "found expired",
+					(unsigned long long) cid->client_id)));
+	zkl_close_session();
+	zkl_closing_previous = false;
+	if (unlink(ZKL_SESSION_FILE) != 0 && errno != ENOENT)
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not remove file \"%s\": %m", ZKL_SESSION_FILE)));
+	zkl_backoff_ms = 0;
+	zkl_next_connect = 0;
+}
+
 static void
 zkl_handle_session_event(int state)
 {
+	if (zkl_closing_previous)
+	{
+		if (state == ZOO_CONNECTED_STATE || state == ZOO_EXPIRED_SESSION_STATE ||
+			state == ZOO_AUTH_FAILED_STATE)
+			zkl_finish_closing_previous(state);
+		return;
+	}
 	if (state == ZOO_CONNECTED_STATE)
 	{
+		int64		old_id = zkl_shared->session_id;
+
 		zkl_set_session_state(ZKL_SESSION_CONNECTED);
+		if (zkl_shared->session_id != old_id)
+			zkl_save_session_file(zkl_shared->session_id, zkl_shared->session_passwd);
 		zkl_backoff_ms = 0;
 		ereport(LOG,
 				(errmsg("zklock connected to ZooKeeper server %s, session 0x%llx, timeout %d ms",
@@ -374,12 +464,19 @@ zkl_drain_events(void)
 
 		if (ev->kind == ZKL_EV_SESSION)
 			zkl_handle_session_event(ev->state);
-		else if (ev->kind != ZKL_EV_IGNORE)
+		else if (ev->kind == ZKL_EV_HEARTBEAT)
 		{
+			zkl_heartbeat_in_flight = false;
+			/* The server had the session alive when the request left. */
 			if (ev->rc == ZOK)
-				zkl_shared->last_contact = GetCurrentTimestamp();
-			zkl_handle_event(ev);
+			{
+				LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+				zkl_shared->last_contact = zkl_heartbeat_sent;
+				LWLockRelease(zkl_shared->lock);
+			}
 		}
+		else if (ev->kind != ZKL_EV_IGNORE)
+			zkl_handle_event(ev);
 		zkl_free_event(ev);
 		ev = next;
 	}
@@ -424,6 +521,50 @@ zkl_run_pending(void)
  * The session stays open on an error exit: the next worker reattaches to it
  * and every hold survives.  Only a shutdown request closes it (below).
  */
+/*
+ * Keep the session's liveness known: a heartbeat every sixth of the session
+ * timeout, or at once when a committing backend asks for fresh proof.
+ */
+static void
+zkl_heartbeat(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	bool		asked;
+	int			interval_ms;
+
+	if (zkl_zh == NULL || zkl_closing_previous || zkl_heartbeat_in_flight ||
+		zkl_shared->session_state != ZKL_SESSION_CONNECTED)
+		return;
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	asked = zkl_shared->heartbeat_requested;
+	zkl_shared->heartbeat_requested = false;
+	interval_ms = Max(zkl_shared->negotiated_timeout / 6, 100);
+	LWLockRelease(zkl_shared->lock);
+
+	if (!asked && now < TimestampTzPlusMilliseconds(zkl_heartbeat_sent, interval_ms))
+		return;
+	if (zoo_aexists(zkl_zh, "/", 0, zkl_stat_done,
+					(const void *) (uintptr_t) ((uint64) ZKL_EV_HEARTBEAT << 24)) == ZOK)
+	{
+		/* Not counted in zk_requests, which shows what locks cost. */
+		zkl_heartbeat_sent = now;
+		zkl_heartbeat_in_flight = true;
+	}
+}
+
+static int
+zkl_slots_in_use(void)
+{
+	int			used = 0;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	for (int i = 0; i < zkl_shared->nslots; i++)
+		if (zkl_shared->slots[i].state != ZKL_SLOT_FREE)
+			used++;
+	LWLockRelease(zkl_shared->lock);
+	return used;
+}
+
 static void
 zkl_worker_exit(int code, Datum arg)
 {
@@ -437,6 +578,7 @@ void
 zkl_worker_main(Datum arg)
 {
 	WaitEventSet *wes;
+	TimestampTz shutdown_deadline = 0;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
@@ -468,7 +610,7 @@ zkl_worker_main(Datum arg)
 	for (;;)
 	{
 		WaitEvent	events[3];
-		long		timeout = 1000;
+		long		timeout = 100;
 
 		if (zkl_zh == NULL)
 		{
@@ -483,8 +625,22 @@ zkl_worker_main(Datum arg)
 		WaitEventSetWait(wes, timeout, events, lengthof(events), PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 
+		/*
+		 * On SIGTERM, let the backends' releases reach ZooKeeper first (a
+		 * server shutdown terminates them at the same time), within a grace
+		 * period.
+		 */
 		if (ShutdownRequestPending)
-			break;
+		{
+			TimestampTz now = GetCurrentTimestamp();
+
+			if (shutdown_deadline == 0)
+				shutdown_deadline = TimestampTzPlusMilliseconds(now, 3000);
+			if (now >= shutdown_deadline || zkl_zh == NULL ||
+				zkl_shared->session_state != ZKL_SESSION_CONNECTED ||
+				zkl_slots_in_use() == 0)
+				break;
+		}
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
@@ -506,11 +662,27 @@ zkl_worker_main(Datum arg)
 		zkl_drain_events();
 		zkl_take_requests();
 		zkl_run_pending();
+		zkl_heartbeat();
 	}
 
-	/* Closing the session lets ZooKeeper drop every node of ours at once. */
+	/*
+	 * With nothing held, closing the session is clean.  With holders still
+	 * alive (the worker alone was terminated), the session stays open and
+	 * the next worker reattaches to it: their locks survive.
+	 */
+	if (zkl_slots_in_use() > 0 && zkl_zh != NULL)
+	{
+		ereport(LOG,
+				(errmsg("zklock worker exiting with locks in use; the next worker reattaches to ZooKeeper session 0x%llx",
+						(unsigned long long) zkl_shared->session_id)));
+		proc_exit(0);
+	}
 	ereport(LOG, (errmsg("zklock worker shutting down; closing ZooKeeper session")));
 	zkl_close_session();
+	if (unlink(ZKL_SESSION_FILE) != 0 && errno != ENOENT)
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not remove file \"%s\": %m", ZKL_SESSION_FILE)));
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	zkl_shared->session_id = 0;
 	zkl_shared->session_state = ZKL_SESSION_STARTING;

@@ -25,7 +25,9 @@ typedef enum zkl_event_kind
 	ZKL_EV_RECOVER_STAT,		/* czxid of a node found that way */
 	ZKL_EV_PRED_EXISTS,			/* watch set on the predecessor */
 	ZKL_EV_PRED_WATCH,			/* the predecessor changed or vanished */
-	ZKL_EV_DELETED				/* our node is gone */
+	ZKL_EV_DELETED,				/* our node is gone */
+	ZKL_EV_OWN_WATCH,			/* our held node changed or vanished */
+	ZKL_EV_HEARTBEAT			/* proof that the session is alive */
 } zkl_event_kind;
 
 /*
@@ -80,7 +82,7 @@ extern void zkl_stat_done(int rc, const struct Stat *stat, const void *data);
 extern void zkl_void_done(int rc, const void *data);
 extern void zkl_void_string_done(int rc, const char *value, const void *data);
 extern void zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat, const void *data);
-extern void zkl_pred_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
+extern void zkl_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 extern void zkl_mark_pending(int slotno);
 extern void zkl_count_request(void);
 

@@ -26,6 +26,14 @@ int			zkl_connect_timeout = 10000;
 int			zkl_max_locks = 1024;
 int			zkl_max_locks_per_backend = 64;
 char	   *zkl_auth = NULL;
+int			zkl_on_lock_lost = ZKL_ON_LOST_CANCEL;
+
+static const struct config_enum_entry zkl_on_lost_options[] = {
+	{"error", ZKL_ON_LOST_ERROR, false},
+	{"cancel", ZKL_ON_LOST_CANCEL, false},
+	{"terminate", ZKL_ON_LOST_TERMINATE, false},
+	{NULL, 0, false}
+};
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -141,6 +149,17 @@ _PG_init(void)
 							   PGC_SIGHUP,
 							   GUC_SUPERUSER_ONLY,
 							   check_auth, NULL, NULL);
+
+	DefineCustomEnumVariable("zklock.on_lock_lost",
+							 "What happens at once to a backend whose ZooKeeper lock is lost.",
+							 "Its commit fails in every case; \"cancel\" also cancels its running statement, "
+							 "\"terminate\" ends the backend.",
+							 &zkl_on_lock_lost,
+							 ZKL_ON_LOST_CANCEL,
+							 zkl_on_lost_options,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("zklock");
 

@@ -89,7 +89,8 @@ typedef struct zkl_shared_state
 	char		server[128];
 	TimestampTz connected_since;
 	TimestampTz disconnected_since;
-	TimestampTz last_contact;
+	TimestampTz last_contact;	/* a request sent then was answered */
+	bool		heartbeat_requested;	/* a commit wants fresh proof */
 	uint64		n_acquired;
 	uint64		n_released;
 	uint64		n_timeouts;
@@ -104,6 +105,14 @@ typedef struct zkl_shared_state
 	zkl_slot	slots[FLEXIBLE_ARRAY_MEMBER];
 } zkl_shared_state;
 
+/* What else happens to a backend whose lock is lost (zklock.on_lock_lost). */
+typedef enum zkl_on_lost
+{
+	ZKL_ON_LOST_ERROR = 0,		/* only the next zklock call and COMMIT fail */
+	ZKL_ON_LOST_CANCEL,			/* and its running statement is cancelled */
+	ZKL_ON_LOST_TERMINATE		/* and the backend is terminated */
+} zkl_on_lost;
+
 /* zklock.c: settings */
 extern char *zkl_hosts;
 extern char *zkl_root;
@@ -112,6 +121,7 @@ extern int	zkl_connect_timeout;
 extern int	zkl_max_locks;
 extern int	zkl_max_locks_per_backend;
 extern char *zkl_auth;
+extern int	zkl_on_lock_lost;
 
 /* shmem.c */
 extern zkl_shared_state *zkl_shared;
