@@ -267,6 +267,9 @@ zkl_redo(int slotno, zkl_slot *slot)
 		case ZKL_PH_DELETING:
 			zkl_send_delete(slotno, slot);
 			break;
+		case ZKL_PH_HELD:
+			zkl_watch_own_node(slotno, slot);
+			break;
 		default:
 			break;
 	}
@@ -686,7 +689,9 @@ zkl_adopt_slots(void)
 		switch (slot->state)
 		{
 			case ZKL_SLOT_HELD:
+				/* The old worker's watch on the node went with it. */
 				work->phase = ZKL_PH_HELD;
+				work->retry = true;
 				break;
 			case ZKL_SLOT_WAITING:
 				work->phase = known ? ZKL_PH_LISTING : ZKL_PH_RECOVERING;

@@ -675,7 +675,7 @@ zkl_worker_main(Datum arg)
 		ereport(LOG,
 				(errmsg("zklock worker exiting with locks in use; the next worker reattaches to ZooKeeper session 0x%llx",
 						(unsigned long long) zkl_shared->session_id)));
-		proc_exit(0);
+		proc_exit(1);
 	}
 	ereport(LOG, (errmsg("zklock worker shutting down; closing ZooKeeper session")));
 	zkl_close_session();
@@ -687,7 +687,12 @@ zkl_worker_main(Datum arg)
 	zkl_shared->session_id = 0;
 	zkl_shared->session_state = ZKL_SESSION_STARTING;
 	LWLockRelease(zkl_shared->lock);
-	proc_exit(0);
+
+	/*
+	 * Exit code 1 asks the postmaster for a restart: a worker terminated
+	 * alone must come back.  At server shutdown nothing restarts anyway.
+	 */
+	proc_exit(1);
 }
 
 void
