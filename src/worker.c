@@ -584,6 +584,12 @@ zkl_worker_main(Datum arg)
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	BackgroundWorkerUnblockSignals();
 
+	/*
+	 * Bound to no database: this only makes the worker a regular entry in
+	 * pg_stat_activity, where an administrator can see and terminate it.
+	 */
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+
 	zkl_event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (zkl_event_fd < 0)
 		elog(ERROR, "could not create eventfd: %m");
@@ -701,8 +707,8 @@ zkl_register_worker(void)
 	BackgroundWorker worker;
 
 	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
-	worker.bgw_start_time = BgWorkerStart_PostmasterStart;
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
 	worker.bgw_restart_time = 1;
 	strcpy(worker.bgw_library_name, "zklock");
 	strcpy(worker.bgw_function_name, "zkl_worker_main");

@@ -1,0 +1,318 @@
+# Fault: the whole ZooKeeper ensemble goes away while locks are held and
+# waited for (zk_stop of all three servers), then comes back.
+#
+# What ZooKeeper itself does here decides what zklock may do: sessions live
+# in the ensemble, and a new leader restarts every known session's timer
+# when it takes office.  An outage of the whole ensemble, however long,
+# therefore expires no session by itself; a session expires only when its
+# client stays away for a session timeout while a quorum serves.  zklock
+# must follow both cases and never let a commit through without proof:
+#
+# Phase 1, outage shorter than the session timeout (cluster D, session
+# timeout 15 s): a holder's COMMIT issued while the ensemble is down waits,
+# and proceeds once the ensemble is back; the row is committed and the
+# wait is logged.
+#
+# Phase 2, outage of 8 s, twice the session timeout of A, B, C (4 s):
+#  - A (all three servers listed) holds L1 in an open transaction with a row
+#    inserted; B waits for L1.  A's COMMIT issued while the ensemble is down
+#    waits one session timeout and fails with ZK002 ("could not confirm"),
+#    the row is not committed, and B is granted L1 once ZooKeeper is back.
+#  - A also holds L2 in another open transaction with a row and does not try
+#    to commit during the outage.  When the ensemble is back A's session is
+#    the same one (ZooKeeper kept it), L2 is still 'held' with its node in
+#    place, and its COMMIT succeeds: nothing was lost, so nothing may fail.
+#  - C lists only server 1, which comes back last: servers 2 and 3 form a
+#    quorum without it and expire C's session (a session timeout without its
+#    client) while C is still cut off.  C held L3 in an open transaction
+#    with a row; B waits for L3.  B is granted L3 when C's session expires;
+#    once server 1 is back C learns of the expiry: L3 turns 'lost', C's COMMIT
+#    fails with ZK002 ("was lost"), the row is not committed, the loss is
+#    reported once and C can take L3 again.
+# Every check of what was committed counts rows; every check of ZooKeeper
+# uses its own view (zkutil).  At the end no lock directory keeps a node.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
+use ZklockTest;
+use Test::More;
+use PostgreSQL::Test::Utils;
+use Time::HiRes qw(time sleep);
+
+my $zk = zk_start(3);
+my @ports = @{ $zk->{ports} };
+my $a = zklock_node('a', $zk, session_timeout => '4s');
+my $b = zklock_node('b', $zk, session_timeout => '4s');
+my $c = zklock_node('c', $zk, session_timeout => '4s', hosts => "127.0.0.1:$ports[0]");
+my $d = zklock_node('d', $zk, session_timeout => '15s');
+
+for my $node ($a, $c, $d)
+{
+	$node->safe_psql('postgres', 'CREATE TABLE work (tag text)');
+}
+
+sub status
+{
+	my ($node) = @_;
+	my %s;
+	@s{qw(state session_id negotiated_timeout)} = split /\|/,
+	  $node->safe_psql('postgres', 'SELECT state, session_id, negotiated_timeout FROM zk_status()');
+	return \%s;
+}
+
+sub rows
+{
+	my ($node, $name) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT pid || ' ' || scope || ' ' || state || ' ' || coalesce(znode, '-') FROM zk_locks WHERE name = '$name' ORDER BY pid");
+}
+
+sub lock_state
+{
+	my ($node, $pid, $name) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT coalesce((SELECT state FROM zk_locks WHERE pid = $pid AND name = '$name'), 'none')");
+}
+
+sub committed
+{
+	my ($node, $tag) = @_;
+	return $node->safe_psql('postgres', "SELECT count(*) FROM work WHERE tag = '$tag'");
+}
+
+sub base { return (split m{/}, $_[0])[-1] }
+
+sub diag_lock
+{
+	my ($name) = @_;
+	my $dir = "/zklock/$name";
+	diag("ZooKeeper children of $dir: " . join(', ', zk_ls($zk, $dir)));
+	diag("zk_locks of ${\ $_->name} for $name:\n" . rows($_, $name)) for ($a, $b, $c);
+}
+
+# A session of $node that holds $name in an open transaction that has
+# inserted a row tagged $tag.  Returns (session, backend pid, znode).
+sub xact_holder
+{
+	my ($node, $name, $tag) = @_;
+	my $s = bg_session($node);
+	$s->query_safe('\set VERBOSITY verbose');
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	is($s->query_safe("BEGIN; SELECT zk_lock_acquire_xact('$name', '10s') > 0; INSERT INTO work VALUES ('$tag')"),
+		't', "$tag: holds $name in an open transaction with a row inserted");
+	my $znode = $node->safe_psql('postgres',
+		"SELECT znode FROM zk_locks WHERE pid = $pid AND name = '$name' AND state = 'held'");
+	ok(scalar(grep { $_ eq base($znode) } zk_ls($zk, "/zklock/$name")),
+		"$tag: its node is in ZooKeeper");
+	return ($s, $pid, $znode);
+}
+
+# Start COMMIT in $s without waiting for it; the result is read by
+# finish_commit.  Returns the time the COMMIT was sent.
+sub start_commit
+{
+	my ($s) = @_;
+	my $t = time;
+	$s->query_until(qr/commit-start\n/,
+		"\\echo commit-start\nCOMMIT;\nSELECT 'commit-end', extract(epoch FROM clock_timestamp());\n");
+	return $t;
+}
+
+# Wait for a COMMIT started by start_commit.  Returns (error text or '',
+# time the COMMIT ended).
+sub finish_commit
+{
+	my ($s) = @_;
+	my ($out) = $s->query("SELECT 'sync'");
+	my $err = $s->{stderr};
+	$s->{stderr} = '';
+	my ($end) = $out =~ /^commit-end\|([\d.]+)$/m;
+	return ($err, $end);
+}
+
+# A blocked acquire in a new session of B; returns the session.
+sub start_waiter
+{
+	my ($name, $pid_ref) = @_;
+	my $s = bg_session($b);
+	$s->query_safe('\set VERBOSITY verbose');
+	$$pid_ref = $s->query_safe('SELECT pg_backend_pid()');
+	$s->query_until(qr/waiting\n/,
+		"\\echo waiting\nSELECT 'granted', zk_lock_acquire('$name', '60s') > 0, extract(epoch FROM clock_timestamp());\n");
+	my $pid = $$pid_ref;
+	wait_until(sub { lock_state($b, $pid, $name) eq 'waiting' }, 20, "B waits for $name");
+	return $s;
+}
+
+# The waiter's outcome: 'granted' or the error text.
+sub waiter_outcome
+{
+	my ($s) = @_;
+	my ($out) = $s->query("SELECT 'sync'");
+	my $err = $s->{stderr};
+	$s->{stderr} = '';
+	return $out =~ /^granted\|t\|/m ? 'granted' : "not granted: $err";
+}
+
+# ---------------------------------------------------------------------
+# Phase 1: a short outage, within D's 15 s session timeout.
+# ---------------------------------------------------------------------
+my $d_before = status($d);
+is($d_before->{negotiated_timeout}, '15000', 'D negotiated a 15 s session timeout');
+my ($hd, $hd_pid) = xact_holder($d, 'L0', 'd-short-outage');
+
+my $t_stop = time;
+zk_stop($zk);
+wait_until(sub { status($d)->{state} ne 'connected' }, 10, 'D notices that the ensemble is gone');
+my $t_commit = start_commit($hd);
+sleep 1;
+ok(!zk_running($zk, 1) && !zk_running($zk, 2) && !zk_running($zk, 3),
+	'phase 1: the ensemble is still down while the COMMIT waits');
+my $t_restart = time;
+zk_start_all($zk);
+my $t_back = time;
+my ($err, $t_end) = finish_commit($hd);
+is($err, '', 'phase 1: the COMMIT issued during a short outage proceeds once the ensemble is back');
+cmp_ok($t_end // 0, '>', $t_restart,
+	sprintf('phase 1: ... it waited through the outage (COMMIT ended %.1f s after it was sent; '
+		  . 'restart began after %.1f s, all servers served after %.1f s)',
+		($t_end // 0) - $t_commit, $t_restart - $t_commit, $t_back - $t_commit));
+is(committed($d, 'd-short-outage'), '1', 'phase 1: the row is committed');
+my ($waited_ms) = slurp_file($d->logfile) =~ /zklock: commit waited (\d+) ms for the ZooKeeper session to be confirmed/;
+ok(defined $waited_ms, 'phase 1: the commit that waited is logged');
+cmp_ok($waited_ms // 0, '>=', ($t_restart - $t_commit) * 1000 - 200,
+	'phase 1: the logged wait covers the outage (' . ($waited_ms // 'none') . ' ms)');
+is(status($d)->{session_id}, $d_before->{session_id}, 'phase 1: D kept its ZooKeeper session');
+wait_until(sub { !zk_ls($zk, '/zklock/L0') }, 10, 'phase 1: L0 released in ZooKeeper after the commit');
+$hd->quit;
+
+# Everybody is connected again before phase 2 starts.
+for my $node ($a, $b, $c)
+{
+	wait_until(sub { status($node)->{state} eq 'connected' }, 20, "${\ $node->name} connected before phase 2");
+}
+
+# ---------------------------------------------------------------------
+# Phase 2: an 8 s outage, twice the session timeout of A, B and C.
+# ---------------------------------------------------------------------
+my $a_before = status($a);
+my $c_before = status($c);
+is($a_before->{negotiated_timeout}, '4000', 'A negotiated a 4 s session timeout');
+
+my ($h1, $h1_pid, $h1_node) = xact_holder($a, 'L1', 'a-commit-during-outage');
+my ($h2, $h2_pid, $h2_node) = xact_holder($a, 'L2', 'a-commit-after-outage');
+my ($h3, $h3_pid, $h3_node) = xact_holder($c, 'L3', 'c-session-expired');
+my ($w1_pid, $w3_pid);
+my $w1 = start_waiter('L1', \$w1_pid);
+my $w3 = start_waiter('L3', \$w3_pid);
+is(scalar(zk_ls($zk, '/zklock/L1')), 2, 'L1: the holder and the waiter are queued in ZooKeeper');
+is(scalar(zk_ls($zk, '/zklock/L3')), 2, 'L3: the holder and the waiter are queued in ZooKeeper');
+
+$t_stop = time;
+zk_stop($zk);
+wait_until(sub { status($a)->{state} ne 'connected' }, 10, 'A notices that the ensemble is gone');
+is(status($a)->{state}, 'suspended', 'A reports its session suspended, not expired, during the outage');
+is(lock_state($a, $h2_pid, 'L2'), 'held', 'while suspended, A still counts L2 as held');
+
+# A COMMIT while the ensemble is down waits one session timeout, then fails.
+$t_commit = start_commit($h1);
+($err, $t_end) = finish_commit($h1);
+my $waited = ($t_end // time) - $t_commit;
+like($err, qr/ZK002: could not confirm the ZooKeeper session before commit/,
+	'phase 2: a COMMIT while the ensemble is down fails with ZK002 (could not confirm the session)');
+cmp_ok($waited, '>=', 3.5, sprintf('phase 2: ... after waiting about one session timeout (%.1f s)', $waited));
+cmp_ok($waited, '<', 8, 'phase 2: ... and not much longer');
+ok(!zk_running($zk, 1) && !zk_running($zk, 2) && !zk_running($zk, 3),
+	'phase 2: the ensemble was still down when the COMMIT failed');
+is(committed($a, 'a-commit-during-outage'), '0', 'phase 2: the row of the failed COMMIT is not committed');
+
+# The outage lasts 8 s in all.
+sleep(8 - (time - $t_stop)) if time - $t_stop < 8;
+my $outage = time - $t_stop;
+
+# Servers 2 and 3 come back and form a quorum; server 1 (C's only server)
+# stays down.
+zk_start_one($zk, 2, no_quorum_wait => 1);
+zk_start_one($zk, 3);
+my $t_quorum = time;
+note sprintf('outage of servers 2 and 3: %.1f s', $t_quorum - $t_stop);
+
+# A reattaches to its session: ZooKeeper kept it through the outage.
+wait_until(sub { status($a)->{state} eq 'connected' }, 20, 'A reconnects to servers 2 and 3');
+is(status($a)->{session_id}, $a_before->{session_id}, 'phase 2: A kept its ZooKeeper session through the outage');
+
+# L1: the failed COMMIT rolled back; its node goes and B's waiter is granted.
+is(waiter_outcome($w1), 'granted', 'phase 2: B\'s waiter is granted L1 once ZooKeeper is back');
+is(lock_state($a, $h1_pid, 'L1'), 'none', 'phase 2: A keeps no entry for L1 after its failed COMMIT');
+my @l1 = zk_ls($zk, '/zklock/L1');
+ok(@l1 == 1 && $l1[0] ne base($h1_node), 'phase 2: only B\'s node is left in L1\'s directory')
+  or diag_lock('L1');
+
+# L2: nothing was lost, so A still holds it and may commit.
+is(lock_state($a, $h2_pid, 'L2'), 'held', 'phase 2: L2 is still held in A after the outage');
+is(join(',', zk_ls($zk, '/zklock/L2')), base($h2_node), 'phase 2: L2\'s node survived in ZooKeeper')
+  or diag_lock('L2');
+is($b->safe_psql('postgres', "SELECT zk_lock_try('L2')"), 'f', 'phase 2: B cannot take L2 meanwhile');
+$h2->query("COMMIT");
+is($h2->{stderr}, '', 'phase 2: A commits the transaction that held L2 over the outage');
+$h2->{stderr} = '';
+is(committed($a, 'a-commit-after-outage'), '1', 'phase 2: its row is committed');
+
+# L3: C cannot reach server 1; the quorum expires C's session after a
+# session timeout, so its node goes and B's waiter is granted.
+ok(!zk_running($zk, 1), 'phase 2: server 1 is still down');
+is(waiter_outcome($w3), 'granted', 'phase 2: B\'s waiter is granted L3 when C\'s session expires');
+my $t_w3 = time;
+note sprintf('B was granted L3 %.1f s after servers 2 and 3 served again', $t_w3 - $t_quorum);
+cmp_ok(status($c)->{state}, 'ne', 'connected', 'phase 2: C is still cut off');
+note('C\'s own view of L3 while cut off (it cannot know of the expiry yet): ' . lock_state($c, $h3_pid, 'L3'));
+
+# Server 1 comes back: C learns that its session expired.
+zk_start_one($zk, 1);
+wait_until(sub { lock_state($c, $h3_pid, 'L3') eq 'lost' }, 20, 'L3 turns lost in C');
+is(lock_state($c, $h3_pid, 'L3'), 'lost', 'phase 2: C shows L3 lost once it hears its session expired');
+like(slurp_file($c->logfile), qr/zklock: backend $h3_pid lost ZooKeeper lock "L3": /,
+	'phase 2: C\'s log names the backend and the lost lock');
+wait_until(sub { status($c)->{state} eq 'connected' }, 20, 'C opens a new session');
+isnt(status($c)->{session_id}, $c_before->{session_id}, 'phase 2: C has a new ZooKeeper session');
+
+$h3->query("COMMIT");
+like($h3->{stderr}, qr/ZK002: ZooKeeper lock "L3" was lost/, 'phase 2: C\'s COMMIT fails with ZK002 (lock lost)');
+$h3->{stderr} = '';
+is(committed($c, 'c-session-expired'), '0', 'phase 2: C\'s row is not committed');
+is(lock_state($c, $h3_pid, 'L3'), 'none', 'phase 2: the loss was reported and forgotten');
+
+# The loss is reported once; then C can commit and take L3 again.
+$h3->query("BEGIN; INSERT INTO work VALUES ('c-after-loss'); COMMIT");
+is($h3->{stderr}, '', 'phase 2: C\'s next transaction commits');
+$h3->{stderr} = '';
+is(committed($c, 'c-after-loss'), '1', 'phase 2: ... and its row is there');
+
+$w1->query_safe("SELECT zk_lock_release('L1')");
+$w3->query_safe("SELECT zk_lock_release('L3')");
+is($h1->query_safe("SELECT zk_lock_acquire('L1', '10s') > 0"), 't', 'A takes L1 again after the outage');
+is($h3->query_safe("SELECT zk_lock_acquire('L3', '10s') > 0"), 't', 'C takes L3 again after its loss');
+is($b->safe_psql('postgres', "SELECT zk_lock_try('L3')"), 'f', 'B cannot take L3 while C holds it again');
+$h1->query_safe("SELECT zk_lock_release('L1')");
+$h3->query_safe("SELECT zk_lock_release('L3')");
+
+$_->quit for ($h1, $h2, $h3, $w1, $w3);
+
+for my $name (qw(L0 L1 L2 L3))
+{
+	wait_until(sub { !zk_ls($zk, "/zklock/$name") }, 10, "no node left for $name");
+	is(join(',', zk_ls($zk, "/zklock/$name")), '', "no orphan node left in ZooKeeper for $name")
+	  or diag_lock($name);
+}
+for my $node ($a, $b, $c, $d)
+{
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM zk_locks'), '0',
+		"${\ $node->name} keeps no lock entry at the end");
+}
+diag(sprintf('ensemble down %.1f s (servers 2 and 3), server 1 down %.1f s; '
+	  . 'A kept session %s; C\'s session %s expired; B granted L3 %.1f s after the quorum was back',
+	$outage, time - $t_stop, $a_before->{session_id}, $c_before->{session_id}, $t_w3 - $t_quorum));
+
+done_testing();

@@ -1,0 +1,264 @@
+# Fault: A's zklock worker is frozen (SIGSTOP) for 8 s, twice its session
+# timeout (4 s), while A holds locks, then thawed (SIGCONT).
+#
+# A frozen worker reports nothing, and silence must not read as health:
+#  - H1 holds L1 in an open transaction with a row inserted and COMMITs while
+#    the worker is frozen (after the last heartbeat's proof has aged): the
+#    COMMIT waits one session timeout and fails with ZK002 ("could not
+#    confirm"); the row is not committed.
+#  - H2 holds L2 in an open transaction with a row inserted and COMMITs only
+#    after the thaw, once the worker has seen its session expired: ZK002
+#    ("was lost"); the row is not committed; zk_locks showed L2 'lost'.
+#  - H3 holds L3 in session scope and runs a long statement: with
+#    zklock.on_lock_lost = cancel (the default) the statement is cancelled
+#    after the thaw, and its next zklock call reports the loss (ZK002).
+#  - Meanwhile B's waiters (20 s timeouts) get all three locks while A is
+#    still frozen: ZooKeeper expired A's session, so that is right.
+# Afterwards the losses are reported once, A can take the locks again, and
+# no node is left once everybody released.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
+use ZklockTest;
+use Test::More;
+use PostgreSQL::Test::Utils;
+use Time::HiRes qw(time sleep);
+
+my $zk = zk_start(1);
+my $a = zklock_node('a', $zk, session_timeout => '4s');
+my $b = zklock_node('b', $zk, session_timeout => '4s');
+$a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
+is($a->safe_psql('postgres', 'SELECT negotiated_timeout FROM zk_status()'), '4000', 'A negotiated a 4 s session timeout');
+is($a->safe_psql('postgres', 'SHOW zklock.on_lock_lost'), 'cancel', 'zklock.on_lock_lost is cancel by default');
+
+# The worker's pid: pg_stat_activity's if it shows the worker, else the
+# postmaster's child titled "zklock worker" (013 checks pg_stat_activity).
+sub worker_pid
+{
+	my ($node) = @_;
+	my $pid = $node->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE backend_type = 'zklock worker'");
+	return $pid if $pid ne '';
+	my $pm = $node->{_pid};
+	for my $stat (glob '/proc/[0-9]*/stat')
+	{
+		my ($p) = $stat =~ m{/proc/(\d+)/stat};
+		open(my $fh, '<', $stat) or next;
+		my $line = <$fh> // '';
+		close $fh;
+		my ($ppid) = $line =~ /\)\s+\S+\s+(\d+)/ or next;
+		next unless $ppid == $pm;
+		open(my $ch, '<', "/proc/$p/cmdline") or next;
+		my $cmd = do { local $/; <$ch> } // '';
+		close $ch;
+		return $p if $cmd =~ /zklock worker/;
+	}
+	return '';
+}
+
+sub proc_state
+{
+	my ($pid) = @_;
+	open(my $fh, '<', "/proc/$pid/stat") or return '';
+	my $line = <$fh> // '';
+	close $fh;
+	return $line =~ /\)\s+(\S)/ ? $1 : '';
+}
+
+sub lock_state
+{
+	my ($node, $pid, $name) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT coalesce((SELECT state FROM zk_locks WHERE pid = $pid AND name = '$name'), 'none')");
+}
+
+sub committed
+{
+	my ($tag) = @_;
+	return $a->safe_psql('postgres', "SELECT count(*) FROM work WHERE tag = '$tag'");
+}
+
+sub base { return (split m{/}, $_[0])[-1] }
+
+sub diag_state
+{
+	my ($what) = @_;
+	diag("$what: ZooKeeper children of /zklock/$_: " . join(', ', zk_ls($zk, "/zklock/$_"))) for qw(L1 L2 L3);
+	for my $node ($a, $b)
+	{
+		my ($ret, $out) = $node->psql('postgres', 'SELECT pid, name, scope, state, znode FROM zk_locks ORDER BY pid');
+		diag('zk_locks of ' . $node->name . ":\n$out");
+	}
+}
+
+# Read what a session printed since its last query, and its errors.
+sub collect
+{
+	my ($s) = @_;
+	my ($out) = $s->query("SELECT 'sync'");
+	my $err = $s->{stderr};
+	$s->{stderr} = '';
+	return ($out, $err);
+}
+
+sub holder
+{
+	my ($sql) = @_;
+	my $s = bg_session($a);
+	$s->query_safe('\set VERBOSITY verbose');
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	is($s->query_safe($sql), 't', "holder $pid: $sql");
+	return ($s, $pid);
+}
+
+my ($h1, $h1_pid) = holder("BEGIN; SELECT zk_lock_acquire_xact('L1', '10s') > 0; INSERT INTO work VALUES ('h1')");
+my ($h2, $h2_pid) = holder("BEGIN; SELECT zk_lock_acquire_xact('L2', '10s') > 0; INSERT INTO work VALUES ('h2')");
+my ($h3, $h3_pid) = holder("SELECT zk_lock_acquire('L3', '10s') > 0");
+my $old_session = $a->safe_psql('postgres', 'SELECT session_id FROM zk_status()');
+
+my %waiter;
+for my $name (qw(L1 L2 L3))
+{
+	my $s = bg_session($b);
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	$s->query_until(qr/waiting\n/,
+		"\\echo waiting\nSELECT 'granted', zk_lock_acquire('$name', '20s') > 0, extract(epoch FROM clock_timestamp());\n");
+	wait_until(sub {
+		$b->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE pid = $pid AND state = 'waiting'") eq '1'
+		  && zk_ls($zk, "/zklock/$name") == 2
+	}, 15, "B queued for $name");
+	$waiter{$name} = { s => $s, pid => $pid };
+}
+
+# H3 runs a long statement through the freeze.
+$h3->query_until(qr/sleeping\n/, "\\echo sleeping\nSELECT pg_sleep(30);\n");
+
+my $wpid = worker_pid($a);
+like($wpid, qr/^\d+$/, "A's worker found (pid $wpid)");
+
+# Freeze the worker; thaw it whatever happens.
+my $frozen;
+END { kill('CONT', $frozen) if $frozen; }
+my $t_stop = time;
+ok(kill('STOP', $wpid), 'SIGSTOP to A\'s worker');
+$frozen = $wpid;
+wait_until(sub { proc_state($wpid) eq 'T' }, 5, 'the worker is stopped');
+
+# H1 commits once the last heartbeat's proof (a third of the timeout) has
+# aged: the COMMIT waits one session timeout, then fails.
+sleep(1.5);
+my $t_commit = time;
+$h1->query('COMMIT');
+my $h1_err = $h1->{stderr};
+$h1->{stderr} = '';
+my $h1_waited = time - $t_commit;
+like($h1_err, qr/ZK002: could not confirm the ZooKeeper session before commit/,
+	'H1: COMMIT while the worker is frozen fails with ZK002 (could not confirm)');
+cmp_ok($h1_waited, '>=', 3.5, sprintf('H1: ... after waiting about one session timeout (%.1f s)', $h1_waited));
+is(proc_state($wpid), 'T', 'H1: the worker was still frozen when the COMMIT failed');
+is(committed('h1'), '0', 'H1: the row is not committed');
+
+# B's waiters are granted while A's worker is still frozen: ZooKeeper
+# expired A's session.
+my %granted_at;
+for my $name (qw(L1 L2 L3))
+{
+	my ($out, $err) = collect($waiter{$name}{s});
+	($granted_at{$name}) = $out =~ /^granted\|t\|([\d.]+)$/m;
+	ok(defined $granted_at{$name}, "B is granted $name while A's worker is frozen")
+	  or diag("B's waiter for $name: $out $err");
+}
+is(proc_state($wpid), 'T', 'A\'s worker is still frozen after B was granted all three');
+for my $name (qw(L1 L2 L3))
+{
+	my $mine = $b->safe_psql('postgres',
+		"SELECT znode FROM zk_locks WHERE pid = $waiter{$name}{pid} AND name = '$name' AND state = 'held'");
+	is(join(',', zk_ls($zk, "/zklock/$name")), base($mine), "only B's node is left for $name")
+	  or diag_state($name);
+}
+
+# The freeze lasts 8 s in all.
+sleep(8 - (time - $t_stop)) if time - $t_stop < 8;
+my $log_offset = -s $a->logfile;
+ok(kill('CONT', $wpid), 'SIGCONT to A\'s worker');
+my $t_cont = time;
+$frozen = undef;
+my $frozen_for = $t_cont - $t_stop;
+for my $name (qw(L1 L2 L3))
+{
+	cmp_ok($granted_at{$name} // 1e10, '<', $t_cont,
+		sprintf("B was granted $name %.1f s into the %.1f s freeze", ($granted_at{$name} // 1e10) - $t_stop, $frozen_for));
+}
+
+# The thawed worker learns that its session expired.
+wait_until(sub { lock_state($a, $h2_pid, 'L2') eq 'lost' }, 15, 'L2 turns lost in A');
+is(lock_state($a, $h2_pid, 'L2'), 'lost', 'H2: zk_locks shows L2 lost after the thaw');
+my $log = slurp_file($a->logfile, $log_offset);
+like($log, qr/zklock ZooKeeper session \Q$old_session\E ended: expired/, 'the worker logs its session expired');
+like($log, qr/zklock: backend $h2_pid lost ZooKeeper lock "L2": /, 'the log names H2 and L2');
+like($log, qr/zklock: backend $h3_pid lost ZooKeeper lock "L3": /, 'the log names H3 and L3');
+isnt(lock_state($a, $h1_pid, 'L1'), 'held', 'H1: A does not show L1 held after the thaw');
+
+# H3: its running statement was cancelled (zklock.on_lock_lost = cancel),
+# and the commit of its next statement (autocommit) reports the loss.
+my $h3_out = $h3->query("SELECT 'after-cancel'");
+my $h3_err = $h3->{stderr};
+$h3->{stderr} = '';
+my $t_cancelled = time;
+like($h3_err, qr/57014: canceling statement due to user request/, 'H3: the running statement was cancelled');
+ok($t_cancelled - $t_cont < 10, sprintf('H3: ... soon after the thaw (%.1f s; pg_sleep would have run 30 s)', $t_cancelled - $t_cont));
+like($h3_err, qr/57014: canceling statement.*ZK002: ZooKeeper lock "L3" was lost/s,
+	'H3: its next statement fails with ZK002 (lost) at commit');
+unlike($h3_out, qr/after-cancel/, 'H3: ... and returns nothing');
+is(lock_state($a, $h3_pid, 'L3'), 'none', 'H3: the loss was reported and L3 forgotten');
+# Reported once: a release now finds nothing to release.
+$h3->query("SELECT zk_lock_release('L3')");
+like($h3->{stderr}, qr/WARNING:  55P03: you don't own a ZooKeeper lock named "L3"/,
+	'H3: the loss is not reported twice (the release finds no hold)');
+unlike($h3->{stderr}, qr/ZK002/, 'H3: ... and no second ZK002');
+$h3->{stderr} = '';
+
+# H2: the COMMIT after the thaw fails with ZK002 (lost).
+$h2->query('COMMIT');
+like($h2->{stderr}, qr/ZK002: ZooKeeper lock "L2" was lost/, 'H2: COMMIT after the thaw fails with ZK002 (lost)');
+$h2->{stderr} = '';
+is(committed('h2'), '0', 'H2: the row is not committed');
+is(lock_state($a, $h2_pid, 'L2'), 'none', 'H2: the loss was reported and L2 forgotten');
+
+# Reported once: the next transactions commit.
+for my $pair ([ $h1, 'h1-after' ], [ $h2, 'h2-after' ], [ $h3, 'h3-after' ])
+{
+	my ($s, $tag) = @$pair;
+	$s->query("BEGIN; INSERT INTO work VALUES ('$tag'); COMMIT");
+	is($s->{stderr}, '', "$tag: the next transaction commits");
+	$s->{stderr} = '';
+	is(committed($tag), '1', "$tag: its row is there");
+}
+wait_until(sub { $a->safe_psql('postgres', 'SELECT state FROM zk_status()') eq 'connected' }, 15,
+	'A is connected again');
+isnt($a->safe_psql('postgres', 'SELECT session_id FROM zk_status()'), $old_session, 'A runs a new ZooKeeper session');
+
+# B releases; A can take every lock again.
+for my $name (qw(L1 L2 L3))
+{
+	$waiter{$name}{s}->query_safe("SELECT zk_lock_release('$name')");
+	$waiter{$name}{s}->quit;
+}
+is($h1->query_safe("SELECT zk_lock_acquire('L1', '5s') > 0 AND zk_lock_release('L1')"), 't', 'H1 takes L1 again');
+is($h2->query_safe("SELECT zk_lock_acquire('L2', '5s') > 0 AND zk_lock_release('L2')"), 't', 'H2 takes L2 again');
+is($h3->query_safe("SELECT zk_lock_acquire('L3', '5s') > 0 AND zk_lock_release('L3')"), 't', 'H3 takes L3 again');
+$_->quit for ($h1, $h2, $h3);
+
+for my $name (qw(L1 L2 L3))
+{
+	wait_until(sub { !zk_ls($zk, "/zklock/$name") }, 10, "the directory of $name empties");
+	is(join(',', zk_ls($zk, "/zklock/$name")), '', "no orphan node left for $name");
+}
+is($a->safe_psql('postgres', 'SELECT count(*) FROM zk_locks') . $b->safe_psql('postgres', 'SELECT count(*) FROM zk_locks'),
+	'00', 'no lock entry left in A or B');
+diag(sprintf('worker frozen %.1f s; H1\'s COMMIT failed after %.1f s; B granted L1/L2/L3 %.1f/%.1f/%.1f s into the freeze; '
+	  . 'H3 cancelled %.1f s after the thaw',
+	$frozen_for, $h1_waited, map({ ($granted_at{$_} // 1e10) - $t_stop } qw(L1 L2 L3)), $t_cancelled - $t_cont));
+
+done_testing();

@@ -1,0 +1,148 @@
+# An operator deletes the ZooKeeper node of a lock that A holds (zkutil, as
+# any other ZooKeeper client would).  The lock is then free for everybody,
+# so A must treat it as lost although its session is fine:
+#  (1) H holds L in an open transaction that inserted a row.  After the
+#      deletion zk_locks shows L 'lost', the log names H's pid and L,
+#      zk_lock_check('L') is false, B can take L, H's COMMIT fails with ZK002
+#      and the row is not committed.  The loss is reported once: H's next
+#      transaction commits, and H can take L again once B released it.
+#  (2) S holds L2 in session scope and runs a long statement.  After the
+#      deletion the statement is cancelled (zklock.on_lock_lost = cancel),
+#      the next statement's commit reports the loss (ZK002), once.
+# A's ZooKeeper session is untouched throughout; no node is left at the end.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
+use ZklockTest;
+use Test::More;
+use PostgreSQL::Test::Utils;
+use Time::HiRes qw(time sleep);
+
+my $zk = zk_start(1);
+my $a = zklock_node('a', $zk);
+my $b = zklock_node('b', $zk);
+$a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
+
+sub lock_state
+{
+	my ($pid, $name) = @_;
+	return $a->safe_psql('postgres',
+		"SELECT coalesce((SELECT state FROM zk_locks WHERE pid = $pid AND name = '$name'), 'none')");
+}
+
+sub committed
+{
+	my ($tag) = @_;
+	return $a->safe_psql('postgres', "SELECT count(*) FROM work WHERE tag = '$tag'");
+}
+
+sub status
+{
+	my %s;
+	@s{qw(state session_id lost)} = split /\|/,
+	  $a->safe_psql('postgres', 'SELECT state, session_id, lost FROM zk_status()');
+	return \%s;
+}
+
+sub base { return (split m{/}, $_[0])[-1] }
+
+my $before = status();
+
+# ---------------------------------------------------------------------
+# (1) A held transaction-scope lock loses its node.
+# ---------------------------------------------------------------------
+my $h = bg_session($a);
+$h->query_safe('\set VERBOSITY verbose');
+my $h_pid = $h->query_safe('SELECT pg_backend_pid()');
+is($h->query_safe("BEGIN; SELECT zk_lock_acquire_xact('L', '10s') > 0; INSERT INTO work VALUES ('under-deleted-lock')"),
+	't', '(1) H holds L in an open transaction with a row inserted');
+is($h->query_safe("SELECT zk_lock_check('L')"), 't', '(1) zk_lock_check(L) is true while the node exists');
+my $znode = $a->safe_psql('postgres', "SELECT znode FROM zk_locks WHERE pid = $h_pid AND name = 'L' AND state = 'held'");
+is(join(',', zk_ls($zk, '/zklock/L')), base($znode), '(1) ZooKeeper has H\'s node');
+
+my $log_offset = -s $a->logfile;
+ok(zk_delete($zk, $znode), '(1) an operator deletes H\'s node');
+wait_until(sub { lock_state($h_pid, 'L') eq 'lost' }, 10, 'L turns lost');
+is(lock_state($h_pid, 'L'), 'lost', '(1) zk_locks shows L lost');
+wait_until(sub { slurp_file($a->logfile, $log_offset) =~ /lost ZooKeeper lock/ }, 5, 'the loss is logged');
+like(slurp_file($a->logfile, $log_offset), qr/zklock: backend $h_pid lost ZooKeeper lock "L": its node was deleted/,
+	'(1) the log names the pid, the lock and the cause');
+is(status()->{lost}, $before->{lost} + 1, '(1) zk_status counts one lost lock');
+is($h->query_safe("SELECT zk_lock_check('L')"), 'f', '(1) zk_lock_check(L) is false');
+
+# The lock really is free: B takes it.
+my $sb = bg_session($b);
+is($sb->query_safe("SELECT zk_lock_try('L')"), 't', '(1) B can take L after the deletion');
+my $b_node = $b->safe_psql('postgres', "SELECT znode FROM zk_locks WHERE name = 'L' AND state = 'held'");
+is(join(',', zk_ls($zk, '/zklock/L')), base($b_node), '(1) ZooKeeper has B\'s node alone');
+
+$h->query('COMMIT');
+like($h->{stderr}, qr/ZK002: ZooKeeper lock "L" was lost/, '(1) H\'s COMMIT fails with ZK002');
+$h->{stderr} = '';
+is(committed('under-deleted-lock'), '0', '(1) the row is not committed');
+is(lock_state($h_pid, 'L'), 'none', '(1) the loss was reported and L forgotten');
+
+# Reported once: the next transaction commits.
+$h->query("BEGIN; INSERT INTO work VALUES ('after-loss'); COMMIT");
+is($h->{stderr}, '', '(1) H\'s next transaction commits');
+$h->{stderr} = '';
+is(committed('after-loss'), '1', '(1) ... and its row is there');
+
+# H can take L again once B releases it.
+is($h->query_safe("SELECT zk_lock_try('L')"), 'f', '(1) H cannot take L while B holds it');
+is($sb->query_safe("SELECT zk_lock_release('L')"), 't', '(1) B releases L');
+$sb->quit;
+is($h->query_safe("BEGIN; SELECT zk_lock_acquire_xact('L', '5s') > 0; INSERT INTO work VALUES ('reacquired'); COMMIT"),
+	't', '(1) H takes L again');
+is(committed('reacquired'), '1', '(1) ... its row is there');
+
+# ---------------------------------------------------------------------
+# (2) A session-scope holder running a statement loses its node.
+# ---------------------------------------------------------------------
+my $s = bg_session($a);
+$s->query_safe('\set VERBOSITY verbose');
+my $s_pid = $s->query_safe('SELECT pg_backend_pid()');
+is($s->query_safe("SELECT zk_lock_acquire('L2', '10s') > 0"), 't', '(2) S holds L2 in session scope');
+my $znode2 = $a->safe_psql('postgres', "SELECT znode FROM zk_locks WHERE pid = $s_pid AND name = 'L2' AND state = 'held'");
+$s->query_until(qr/sleeping\n/, "\\echo sleeping\nSELECT pg_sleep(30);\n");
+wait_until(sub {
+	$a->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE pid = $s_pid AND query LIKE 'SELECT pg_sleep%' AND state = 'active'") eq '1'
+}, 10, 'S runs its statement');
+my $t_delete = time;
+ok(zk_delete($zk, $znode2), '(2) an operator deletes S\'s node');
+my $out = $s->query("SELECT 'after-cancel'");
+my $err = $s->{stderr};
+$s->{stderr} = '';
+my $t_told = time - $t_delete;
+like($err, qr/57014: canceling statement due to user request/, '(2) S\'s running statement is cancelled');
+cmp_ok($t_told, '<', 5, sprintf('(2) ... %.1f s after the deletion (pg_sleep would have run 30 s)', $t_told));
+like($err, qr/57014: canceling statement.*ZK002: ZooKeeper lock "L2" was lost/s,
+	'(2) S\'s next statement fails with ZK002 at commit');
+unlike($out, qr/after-cancel/, '(2) ... and returns nothing');
+$s->query("SELECT zk_lock_release('L2')");
+like($s->{stderr}, qr/you don't own a ZooKeeper lock named "L2"/, '(2) the loss is reported once: nothing left to release');
+unlike($s->{stderr}, qr/ZK002/, '(2) ... no second ZK002');
+$s->{stderr} = '';
+is($s->query_safe("SELECT zk_lock_acquire('L2', '5s') > 0"), 't', '(2) S takes L2 again');
+is($b->safe_psql('postgres', "SELECT zk_lock_try('L2')"), 'f', '(2) B cannot take L2 while S holds it again');
+is($s->query_safe("SELECT zk_lock_release('L2')"), 't', '(2) S releases L2');
+
+# The session was not harmed by any of this.
+my $after = status();
+is($after->{state}, 'connected', 'A is connected');
+is($after->{session_id}, $before->{session_id}, 'A kept its ZooKeeper session');
+is($after->{lost}, $before->{lost} + 2, 'zk_status counts two lost locks');
+
+$h->quit;
+$s->quit;
+for my $name (qw(L L2))
+{
+	wait_until(sub { !zk_ls($zk, "/zklock/$name") }, 10, "the directory of $name empties");
+	is(join(',', zk_ls($zk, "/zklock/$name")), '', "no orphan node left for $name");
+}
+is($a->safe_psql('postgres', 'SELECT count(*) FROM zk_locks') . $b->safe_psql('postgres', 'SELECT count(*) FROM zk_locks'),
+	'00', 'no lock entry left in A or B');
+
+done_testing();
