@@ -108,6 +108,7 @@ zkl_free_slot(int slotno)
 	work->opgen++;
 	work->phase = ZKL_PH_IDLE;
 	work->retry = false;
+	work->fail_rc = 0;
 	work->parent_attempts = 0;
 }
 
@@ -117,6 +118,14 @@ zkl_fail_slot(int slotno, int rc)
 {
 	zkl_slot   *slot = &zkl_shared->slots[slotno];
 	zkl_work   *work = &zkl_works[slotno];
+
+	/* A node of ours may exist: it goes first, or it would block everyone. */
+	if (slot->node[0] != '\0')
+	{
+		work->fail_rc = rc;
+		zkl_send_delete(slotno, slot);
+		return;
+	}
 
 	work->opgen++;
 	work->phase = ZKL_PH_IDLE;
@@ -598,6 +607,18 @@ zkl_handle_event(zkl_event *ev)
 				break;
 			if (ev->rc == ZOK || ev->rc == ZNONODE)
 			{
+				int			fail_rc = work->fail_rc;
+
+				if (fail_rc != 0)
+				{
+					/* The node of a failed request is gone: now report the failure. */
+					work->fail_rc = 0;
+					LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+					slot->node[0] = '\0';
+					LWLockRelease(zkl_shared->lock);
+					zkl_fail_slot(slotno, fail_rc);
+					break;
+				}
 				LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 				if (slot->state == ZKL_SLOT_RELEASING && slot->granted_at != 0)
 					zkl_shared->n_released++;
@@ -653,6 +674,7 @@ zkl_session_lost(void)
 		work->opgen++;
 		work->phase = ZKL_PH_IDLE;
 		work->retry = false;
+		work->fail_rc = 0;
 		work->parent_attempts = 0;
 		if (free_it)
 			zkl_free_slot(i);

@@ -69,6 +69,7 @@ typedef struct zkl_work
 	bool		pending;		/* in the worker's to-do list */
 	bool		pred_was_lowest;
 	int			parent_attempts;
+	int			fail_rc;		/* failure to report once our node is deleted */
 	char		pred[ZKL_MAX_NODE_LEN];
 } zkl_work;
 
