@@ -605,6 +605,14 @@ zkl_handle_event(zkl_event *ev)
 		case ZKL_EV_DELETED:
 			if (work->phase != ZKL_PH_DELETING)
 				break;
+			if (ev->rc != ZOK && ev->rc != ZNONODE && !zkl_connection_trouble(slotno, ev->rc))
+			{
+				/* Nothing more to try: the ephemeral node lasts until the session ends. */
+				ereport(LOG,
+						(errmsg("zklock could not delete ZooKeeper node \"%s/%s\": %s",
+								slot->dir, slot->node, zerror(ev->rc))));
+				ev->rc = ZOK;
+			}
 			if (ev->rc == ZOK || ev->rc == ZNONODE)
 			{
 				int			fail_rc = work->fail_rc;
@@ -625,8 +633,6 @@ zkl_handle_event(zkl_event *ev)
 				LWLockRelease(zkl_shared->lock);
 				zkl_free_slot(slotno);
 			}
-			else
-				zkl_connection_trouble(slotno, ev->rc);
 			break;
 
 		default:
