@@ -20,3 +20,7 @@ ISOLATION_OPTS = --load-extension=zklock
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# PGXS tracks no header dependencies: a changed struct must rebuild every
+# object that sees it.
+$(OBJS): $(wildcard $(srcdir)/src/*.h)
