@@ -530,4 +530,149 @@ END
 	$? = $exit_code;
 }
 
+=head1 Peer lock clients
+
+Programs built on other ZooKeeper lock libraries (test/peers/), driven one
+command at a time over their stdin and stdout, for the interop tests.
+
+=over
+
+=item peer_start($name, \@cmd)
+
+Start @cmd as a line-protocol peer (one reply line per command line).
+Returns an object with ->cmd($line, $timeout_s) (the reply, chomped; the
+wait defaults to 60 s, and a peer that dies or stays silent fails the test
+script), ->quit (the C<quit> command, then TERM and KILL if it does not
+exit) and ->alive.  Each command and reply is noted in the test's output
+unless ->{quiet} is set (C<< local $peer->{quiet} = 1 >> while polling).
+The peer is killed at exit if still running.
+
+=item curator_peer($zk) / kazoo_peer($zk)
+
+A connected peer: test/peers/CuratorPeer.java (compiled with javac into a
+temporary directory against Debian's libcurator-recipes-java jars) or
+test/peers/kazoo_peer.py (run by /usr/bin/python3 with Debian's
+python3-kazoo).  Commands as documented in those files.
+
+=back
+
+=cut
+
+push @EXPORT, qw(peer_start curator_peer kazoo_peer);
+
+my @curator_jars = qw(curator-recipes curator-framework curator-client
+  zookeeper zookeeper-jute guava slf4j-api slf4j-nop);
+
+sub peer_start
+{
+	my ($name, $cmd) = @_;
+	my ($in, $out, $err) = ('', '', '');
+	my $timer = IPC::Run::timer(60);
+	my $h = IPC::Run::start($cmd, '<', \$in, '>', \$out, '2>', \$err, $timer);
+	$timer->reset;
+	my $peer = bless {
+		name  => $name,
+		run   => $h,
+		in    => \$in,
+		out   => \$out,
+		err   => \$err,
+		timer => $timer,
+	}, 'ZklockTest::Peer';
+	push @holders, $peer;
+	note "$name peer started: @$cmd";
+	return $peer;
+}
+
+sub _connected_peer
+{
+	my ($name, $cmd, $zk) = @_;
+	my $peer = peer_start($name, $cmd);
+	my $reply = $peer->cmd("connect $zk->{connect}");
+	_fatal("$name peer could not connect: $reply") unless $reply eq 'ok';
+	return $peer;
+}
+
+sub curator_peer
+{
+	my ($zk) = @_;
+	my $cp = join ':', map { "/usr/share/java/$_.jar" } @curator_jars;
+	my $classes = PostgreSQL::Test::Utils::tempdir('curator');
+	my ($rc, $out, $err) = _run(
+		[ 'javac', '-nowarn', '-cp', $cp, '-d', $classes, "$test_dir/peers/CuratorPeer.java" ],
+		120);
+	_fatal("could not compile CuratorPeer.java:\n$out$err") if $rc != 0;
+	return _connected_peer('curator', [ 'java', '-cp', "$classes:$cp", 'CuratorPeer' ], $zk);
+}
+
+sub kazoo_peer
+{
+	my ($zk) = @_;
+	return _connected_peer('kazoo', [ '/usr/bin/python3', "$test_dir/peers/kazoo_peer.py" ], $zk);
+}
+
+package ZklockTest::Peer;
+
+use Carp;
+use IPC::Run;
+use Test::More;
+
+sub alive
+{
+	my ($self) = @_;
+	return $self->{run}->pumpable ? 1 : 0;
+}
+
+sub cmd
+{
+	my ($self, $line, $timeout) = @_;
+	my $h = $self->{run};
+	my $out = $self->{out};
+	croak "$self->{name} peer is not running" if $self->{done};
+
+	${ $self->{in} } .= "$line\n";
+	$self->{timer}->start($timeout // 60);
+	$h->pump while $$out !~ /\n/ && $h->pumpable && !$self->{timer}->is_expired;
+	$self->{timer}->reset;
+	unless ($$out =~ s/^(.*)\n//)
+	{
+		my $why = $h->pumpable ? 'no reply in time' : 'it exited';
+		my $err = ${ $self->{err} };
+		$self->crash;
+		diag("$self->{name} peer: '$line': $why\n$err");
+		croak "$self->{name} peer: '$line': $why";
+	}
+	my $reply = $1;
+	note "$self->{name}> $line => $reply" unless $self->{quiet};
+	return $reply;
+}
+
+# Stop the peer: ask it to quit and give it 10 s to close its session and
+# exit, then TERM and KILL; reaps the child.
+sub quit
+{
+	my ($self) = @_;
+	my $h = $self->{run};
+	return if $self->{done};
+	if (eval { $self->cmd('quit', 20) eq 'bye' })
+	{
+		$self->{timer}->start(10);
+		$h->pump while $h->pumpable && !$self->{timer}->is_expired;
+		$self->{timer}->reset;
+	}
+	$self->crash;
+	return;
+}
+
+sub crash
+{
+	my ($self) = @_;
+	my $h = $self->{run};
+	return if $self->{done}++;
+	eval { $h->kill_kill(grace => 5) if $h->pumpable; 1 };
+	eval { $h->finish; 1 };
+	return;
+}
+
+package ZklockTest;
+
 1;
