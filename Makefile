@@ -2,7 +2,7 @@
 
 MODULE_big = zklock
 OBJS = src/zklock.o src/shmem.o src/encode.o src/worker.o src/recipe.o \
-	src/backend.o src/functions.o
+	src/backend.o src/contenders.o src/functions.o
 
 EXTENSION = zklock
 DATA = zklock--1.0.sql
@@ -14,7 +14,7 @@ PG_CPPFLAGS = -I$(srcdir)/src
 # Suites need a server started with zklock preloaded and a ZooKeeper
 # (test/run_all.sh sets both up).
 REGRESS = setup basic lifetimes input security
-ISOLATION = timeout
+ISOLATION = timeout shared
 ISOLATION_OPTS = --load-extension=zklock
 
 PG_CONFIG ?= pg_config

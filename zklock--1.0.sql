@@ -27,6 +27,57 @@ RETURNS boolean
 AS 'MODULE_PATHNAME', 'zk_lock_release'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
+-- Shared (read) locks: readers share, a writer (the functions above)
+-- excludes everyone, and a writer that asked first is served first.
+CREATE FUNCTION zk_lock_acquire_shared(name text, timeout interval DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'zk_lock_acquire_shared'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_lock_acquire_xact_shared(name text, timeout interval DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'zk_lock_acquire_xact_shared'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_lock_try_shared(name text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_lock_try_shared'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_lock_try_xact_shared(name text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_lock_try_xact_shared'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_lock_release_shared(name text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_lock_release_shared'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- Several exclusive locks, all or none, taken in one canonical order.
+CREATE FUNCTION zk_lock_acquire(names text[], timeout interval DEFAULT NULL)
+RETURNS bigint[]
+AS 'MODULE_PATHNAME', 'zk_lock_acquire_set'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_lock_acquire_xact(names text[], timeout interval DEFAULT NULL)
+RETURNS bigint[]
+AS 'MODULE_PATHNAME', 'zk_lock_acquire_xact_set'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_lock_contenders(name text,
+	OUT "position" integer,
+	OUT mode text,
+	OUT state text,
+	OUT znode text,
+	OUT czxid bigint,
+	OUT client text,
+	OUT holder jsonb,
+	OUT data text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'zk_lock_contenders'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
 CREATE FUNCTION zk_lock_release_all()
 RETURNS void
 AS 'MODULE_PATHNAME', 'zk_lock_release_all'
@@ -92,5 +143,8 @@ LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 -- administrator grants them (see README).
 REVOKE ALL ON FUNCTION zk_lock_acquire(text, interval), zk_lock_acquire_xact(text, interval),
 	zk_lock_try(text), zk_lock_try_xact(text), zk_lock_release(text), zk_lock_release_all(),
+	zk_lock_acquire_shared(text, interval), zk_lock_acquire_xact_shared(text, interval),
+	zk_lock_try_shared(text), zk_lock_try_xact_shared(text), zk_lock_release_shared(text),
+	zk_lock_acquire(text[], interval), zk_lock_acquire_xact(text[], interval), zk_lock_contenders(text),
 	zk_lock_token(text), zk_lock_check(text), zk_lock_path(text), zk_locks_internal(), zk_status() FROM PUBLIC;
 REVOKE ALL ON zk_locks FROM PUBLIC;

@@ -5,9 +5,10 @@
  *		wait for them, count reentrant holds by scope, and give locks back at
  *		release, transaction end, savepoint rollback and exit.
  *
- * A backend has at most one slot per lock name; repeated acquires stack on
- * it as counts, kept apart for session and transaction scope, like
- * advisory locks.
+ * A backend has at most one slot per lock name and mode; repeated acquires
+ * stack on it as counts, kept apart for session and transaction scope, like
+ * advisory locks.  The shared and the exclusive hold of one name are two
+ * slots, two nodes in ZooKeeper, that never wait for each other.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,10 +36,15 @@
 
 #include "backend.h"
 
-/* This backend's slots, by lock name. */
+/* Hash key: 'x' or 's' for the mode, then the lock name. */
+#define ZKL_KEY_LEN		(ZKL_MAX_NAME_LEN + 2)
+
+/* This backend's slots, by mode and lock name. */
 typedef struct zkl_local_lock
 {
-	char		name[ZKL_MAX_NAME_LEN + 1];	/* hash key */
+	char		key[ZKL_KEY_LEN];
+	char		name[ZKL_MAX_NAME_LEN + 1];
+	bool		shared;
 	int			slotno;
 	uint32		generation;
 	int32		session_count;
@@ -49,7 +55,7 @@ typedef struct zkl_local_lock
 /* One transaction-scope acquire, so a savepoint rollback can undo it. */
 typedef struct zkl_xact_hold
 {
-	char		name[ZKL_MAX_NAME_LEN + 1];
+	char		key[ZKL_KEY_LEN];
 	int			nest_level;
 } zkl_xact_hold;
 
@@ -67,6 +73,7 @@ static void zkl_xact_callback(XactEvent event, void *arg);
 static void zkl_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								 SubTransactionId parentSubid, void *arg);
 static void zkl_backend_exit(int code, Datum arg);
+static bool zkl_release_session_hold(const char *key, bool shared, bool warn);
 
 void
 zkl_backend_init(void)
@@ -82,7 +89,7 @@ zkl_local_init(void)
 
 	if (zkl_locks != NULL)
 		return;
-	ctl.keysize = ZKL_MAX_NAME_LEN + 1;
+	ctl.keysize = ZKL_KEY_LEN;
 	ctl.entrysize = sizeof(zkl_local_lock);
 	zkl_locks = hash_create("zklock local locks", 64, &ctl, HASH_ELEM | HASH_STRINGS);
 	if (!zkl_exit_registered)
@@ -103,6 +110,24 @@ zkl_name_key(text *name, char *key)
 	pfree(zkl_encode_name(data, len));
 	memcpy(key, data, len);
 	key[len] = '\0';
+}
+
+static void
+zkl_make_key(char *key, const char *name, bool shared)
+{
+	key[0] = shared ? 's' : 'x';
+	strlcpy(key + 1, name, ZKL_KEY_LEN - 1);
+}
+
+static zkl_local_lock *
+zkl_find_local(const char *name, bool shared)
+{
+	char		key[ZKL_KEY_LEN];
+
+	if (zkl_locks == NULL)
+		return NULL;
+	zkl_make_key(key, name, shared);
+	return hash_search(zkl_locks, key, HASH_FIND, NULL);
 }
 
 static void
@@ -134,7 +159,7 @@ zkl_json_field(StringInfo buf, const char *key, const char *value)
 
 /* The node's data: who is asking, for any ZooKeeper client to read. */
 static void
-zkl_describe_holder(char *out, bool xact, TimestampTz now)
+zkl_describe_holder(char *out, bool shared, bool xact, TimestampTz now)
 {
 	StringInfoData buf;
 	char		host[256];
@@ -154,7 +179,7 @@ zkl_describe_holder(char *out, bool xact, TimestampTz now)
 	zkl_json_field(&buf, "user", GetUserNameFromId(GetUserId(), false));
 	zkl_json_field(&buf, "application_name", application_name);
 	zkl_json_field(&buf, "scope", xact ? "transaction" : "session");
-	zkl_json_field(&buf, "mode", "exclusive");
+	zkl_json_field(&buf, "mode", shared ? "shared" : "exclusive");
 	zkl_json_field(&buf, "requested_at", timestamptz_to_str(now));
 	appendStringInfoChar(&buf, '}');
 
@@ -221,7 +246,7 @@ static void
 zkl_drop_local(zkl_local_lock *lock)
 {
 	zkl_give_up(lock->slotno, lock->generation, false);
-	hash_search(zkl_locks, lock->name, HASH_REMOVE, NULL);
+	hash_search(zkl_locks, lock->key, HASH_REMOVE, NULL);
 }
 
 static void
@@ -248,7 +273,7 @@ zkl_remember_xact_hold(const char *key)
 			? repalloc(zkl_xact_holds, sizeof(zkl_xact_hold) * zkl_max_xact_holds)
 			: MemoryContextAlloc(TopMemoryContext, sizeof(zkl_xact_hold) * zkl_max_xact_holds);
 	}
-	strlcpy(zkl_xact_holds[zkl_n_xact_holds].name, key, ZKL_MAX_NAME_LEN + 1);
+	strlcpy(zkl_xact_holds[zkl_n_xact_holds].key, key, ZKL_KEY_LEN);
 	zkl_xact_holds[zkl_n_xact_holds].nest_level = GetCurrentTransactionNestLevel();
 	zkl_n_xact_holds++;
 }
@@ -303,24 +328,136 @@ zkl_ms_until(TimestampTz deadline, TimestampTz now)
 }
 
 /*
+ * Find a free slot.  Returns with zkl_shared->lock held exclusively; the
+ * caller fills the slot in and queues it.
+ */
+static int
+zkl_claim_slot(void)
+{
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < zkl_shared->nslots; i++)
+		if (zkl_shared->slots[i].state == ZKL_SLOT_FREE)
+			return i;
+	LWLockRelease(zkl_shared->lock);
+	ereport(ERROR,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 errmsg("out of zklock lock slots"),
+			 errdetail("All %d slots of this cluster are in use.", zkl_shared->nslots),
+			 errhint("Raise zklock.max_locks (this requires a restart).")));
+	return -1;					/* keep compiler quiet */
+}
+
+/*
+ * Have the worker read a lock directory into our segment "reply" (see
+ * contenders.c).  Waits like an acquire, but only for the session.
+ */
+void
+zkl_read_directory(const char *name, dsm_handle reply)
+{
+	int			slotno;
+	zkl_slot   *slot;
+	uint32		generation;
+	TimestampTz start = GetCurrentTimestamp();
+
+	zkl_require_shmem();
+	slotno = zkl_claim_slot();
+	slot = &zkl_shared->slots[slotno];
+	slot->state = ZKL_SLOT_WAITING;
+	slot->wanted = true;
+	slot->inspect = true;
+	slot->reply_handle = reply;
+	slot->try_only = false;
+	slot->commit_waiting = false;
+	slot->kind = ZKL_NODE_READ;
+	slot->sibling_slotno = -1;
+	slot->pid = MyProcPid;
+	slot->procno = MyProc->pgprocno;
+	slot->dbid = MyDatabaseId;
+	slot->userid = GetUserId();
+	slot->session_count = slot->xact_count = 0;
+	slot->requested_at = start;
+	slot->granted_at = 0;
+	slot->node[0] = '\0';
+	slot->data[0] = '\0';
+	slot->uuid[0] = '\0';
+	strlcpy(slot->name, name, sizeof(slot->name));
+	strlcpy(slot->dir, zkl_lock_dir(name, strlen(name)), sizeof(slot->dir));
+	generation = slot->generation;
+	zkl_queue_push(slotno);
+	LWLockRelease(zkl_shared->lock);
+	zkl_wake_worker();
+
+	zkl_wait_slotno = slotno;
+	zkl_wait_generation = generation;
+	for (;;)
+	{
+		zkl_slot_state state;
+		zkl_session_state session;
+		TimestampTz since;
+		int			zk_rc;
+		TimestampTz conn_deadline;
+
+		LWLockAcquire(zkl_shared->lock, LW_SHARED);
+		state = slot->state;
+		zk_rc = slot->zk_rc;
+		session = zkl_shared->session_state;
+		since = zkl_shared->disconnected_since;
+		LWLockRelease(zkl_shared->lock);
+
+		if (state == ZKL_SLOT_HELD || state == ZKL_SLOT_FAILED)
+		{
+			zkl_wait_slotno = -1;
+			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+			if (slot->generation == generation)
+				zkl_slot_clear(slot);
+			LWLockRelease(zkl_shared->lock);
+			if (state == ZKL_SLOT_FAILED)
+				ereport(ERROR,
+						(errcode(ERRCODE_ZKLOCK_ERROR),
+						 errmsg("could not read the contenders of ZooKeeper lock \"%s\": %s", name, zerror(zk_rc))));
+			return;
+		}
+
+		conn_deadline = TimestampTzPlusMilliseconds(Max(start, since), zkl_connect_timeout);
+		if (session != ZKL_SESSION_CONNECTED && GetCurrentTimestamp() >= conn_deadline)
+		{
+			zkl_cancel_wait(false);
+			ereport(ERROR,
+					(errcode(ERRCODE_ZKLOCK_UNAVAILABLE),
+					 errmsg("could not read the contenders of ZooKeeper lock \"%s\": ZooKeeper is not reachable", name),
+					 errhint("Check that zklock.hosts (\"%s\") lists running ZooKeeper servers.", zkl_hosts)));
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH |
+						 (session != ZKL_SESSION_CONNECTED ? WL_TIMEOUT : 0),
+						 session != ZKL_SESSION_CONNECTED ? zkl_ms_until(conn_deadline, GetCurrentTimestamp()) : -1,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
  * Post a request and wait for the outcome.  Returns true when granted (the
  * token in *token), false when a try found another holder.  Errors cancel
  * the request first, so no contender node outlives a failed acquire.
  */
 static bool
-zkl_request(const char *key, bool xact, bool try_only, int64 timeout_ms, int64 *token)
+zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeout_ms, int64 *token)
 {
 	zkl_local_lock *lock;
+	zkl_local_lock *sibling;
 	zkl_slot   *slot = NULL;
 	int			slotno = -1;
 	uint32		generation;
 	bool		found;
 	TimestampTz start = GetCurrentTimestamp();
 	TimestampTz deadline = timeout_ms > 0 ? TimestampTzPlusMilliseconds(start, timeout_ms) : 0;
-	char	   *dir = zkl_lock_dir(key, strlen(key));
+	char	   *dir = zkl_lock_dir(name, strlen(name));
+	char		key[ZKL_KEY_LEN];
 	char		data[ZKL_MAX_DATA_LEN];
 
 	zkl_local_init();
+	zkl_make_key(key, name, shared);
 
 	lock = hash_search(zkl_locks, key, HASH_FIND, &found);
 	if (found)
@@ -340,30 +477,20 @@ zkl_request(const char *key, bool xact, bool try_only, int64 timeout_ms, int64 *
 						   hash_get_num_entries(zkl_locks), zkl_max_locks_per_backend),
 				 errhint("Release some locks, or raise zklock.max_locks_per_backend.")));
 
-	zkl_describe_holder(data, xact, start);
+	zkl_describe_holder(data, shared, xact, start);
+	sibling = zkl_find_local(name, !shared);
 
-	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < zkl_shared->nslots; i++)
-	{
-		if (zkl_shared->slots[i].state == ZKL_SLOT_FREE)
-		{
-			slotno = i;
-			break;
-		}
-	}
-	if (slotno < 0)
-	{
-		LWLockRelease(zkl_shared->lock);
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("out of zklock lock slots"),
-				 errdetail("All %d slots of this cluster are in use.", zkl_shared->nslots),
-				 errhint("Raise zklock.max_locks (this requires a restart).")));
-	}
+	slotno = zkl_claim_slot();
 	slot = &zkl_shared->slots[slotno];
 	slot->state = ZKL_SLOT_WAITING;
 	slot->wanted = true;
 	slot->try_only = try_only;
+	slot->commit_waiting = false;
+	slot->inspect = false;
+	slot->kind = shared ? ZKL_NODE_READ :
+		zkl_exclusive_layout_setting == ZKL_LAYOUT_READWRITE ? ZKL_NODE_WRITE : ZKL_NODE_MUTEX;
+	slot->sibling_slotno = sibling ? sibling->slotno : -1;
+	slot->sibling_generation = sibling ? sibling->generation : 0;
 	slot->pid = MyProcPid;
 	slot->procno = MyProc->pgprocno;
 	slot->dbid = MyDatabaseId;
@@ -376,7 +503,7 @@ zkl_request(const char *key, bool xact, bool try_only, int64 timeout_ms, int64 *
 	slot->granted_at = 0;
 	slot->node[0] = '\0';
 	zkl_random_uuid(slot->uuid);
-	strlcpy(slot->name, key, sizeof(slot->name));
+	strlcpy(slot->name, name, sizeof(slot->name));
 	strlcpy(slot->dir, dir, sizeof(slot->dir));
 	strlcpy(slot->data, data, sizeof(slot->data));
 	generation = slot->generation;
@@ -416,12 +543,22 @@ zkl_request(const char *key, bool xact, bool try_only, int64 timeout_ms, int64 *
 				elog(ERROR, "zklock slot %d was taken away from a waiting request", slotno);
 			return false;
 		}
+		if (state == ZKL_SLOT_FAILED && zk_rc == ZKL_RC_DEADLOCK)
+		{
+			zkl_cancel_wait(false);
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
+					 errmsg("deadlock detected"),
+					 errdetail("This session holds ZooKeeper lock \"%s\" in shared mode, and an exclusive request queued after that hold waits for it.",
+							   name),
+					 errhint("Release the shared lock before asking for the exclusive one, or take the exclusive lock first.")));
+		}
 		if (state == ZKL_SLOT_FAILED)
 		{
 			zkl_cancel_wait(false);
 			ereport(ERROR,
 					(errcode(ERRCODE_ZKLOCK_ERROR),
-					 errmsg("ZooKeeper refused the request for lock \"%s\": %s", key, zerror(zk_rc)),
+					 errmsg("ZooKeeper refused the request for lock \"%s\": %s", name, zerror(zk_rc)),
 					 errdetail("The lock directory is \"%s\".", dir),
 					 errhint("Check the ACLs under zklock.root and the zklock.auth setting.")));
 		}
@@ -436,12 +573,12 @@ zkl_request(const char *key, bool xact, bool try_only, int64 timeout_ms, int64 *
 			if (session != ZKL_SESSION_CONNECTED)
 				ereport(ERROR,
 						(errcode(ERRCODE_ZKLOCK_UNAVAILABLE),
-						 errmsg("could not obtain ZooKeeper lock \"%s\": ZooKeeper is not reachable", key),
+						 errmsg("could not obtain ZooKeeper lock \"%s\": ZooKeeper is not reachable", name),
 						 errdetail("Gave up after %ld ms without a ZooKeeper session.", (long) timeout_ms),
 						 errhint("Check that zklock.hosts (\"%s\") lists running ZooKeeper servers.", zkl_hosts)));
 			ereport(ERROR,
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-					 errmsg("could not obtain ZooKeeper lock \"%s\"", key),
+					 errmsg("could not obtain ZooKeeper lock \"%s\"", name),
 					 errdetail("Gave up after waiting %ld ms for another holder to release it.",
 							   (long) timeout_ms)));
 		}
@@ -457,7 +594,7 @@ zkl_request(const char *key, bool xact, bool try_only, int64 timeout_ms, int64 *
 				zkl_cancel_wait(false);
 				ereport(ERROR,
 						(errcode(ERRCODE_ZKLOCK_UNAVAILABLE),
-						 errmsg("could not obtain ZooKeeper lock \"%s\": ZooKeeper is not reachable", key),
+						 errmsg("could not obtain ZooKeeper lock \"%s\": ZooKeeper is not reachable", name),
 						 errdetail("No ZooKeeper session for %d ms (zklock.connect_timeout).", zkl_connect_timeout),
 						 errhint("Check that zklock.hosts (\"%s\") lists running ZooKeeper servers.", zkl_hosts)));
 			}
@@ -476,6 +613,8 @@ zkl_request(const char *key, bool xact, bool try_only, int64 timeout_ms, int64 *
 
 	zkl_wait_slotno = -1;
 	lock = hash_search(zkl_locks, key, HASH_ENTER, &found);
+	strlcpy(lock->name, name, sizeof(lock->name));
+	lock->shared = shared;
 	lock->slotno = slotno;
 	lock->generation = generation;
 	lock->session_count = xact ? 0 : 1;
@@ -494,7 +633,7 @@ zkl_request(const char *key, bool xact, bool try_only, int64 timeout_ms, int64 *
  * waits forever; an explicit zero means do not wait at all.
  */
 bool
-zkl_acquire(text *name, bool xact, bool try_only, int64 timeout_ms, int64 *token)
+zkl_acquire(text *name, bool shared, bool xact, bool try_only, int64 timeout_ms, int64 *token)
 {
 	char		key[ZKL_MAX_NAME_LEN + 1];
 
@@ -506,25 +645,107 @@ zkl_acquire(text *name, bool xact, bool try_only, int64 timeout_ms, int64 *token
 		timeout_ms = LockTimeout;
 	else if (timeout_ms == 0)
 		try_only = true;
-	return zkl_request(key, xact, try_only, timeout_ms, token);
+	return zkl_request(key, shared, xact, try_only, timeout_ms, token);
 }
 
 /* Release one session-scope hold; false plus a warning when there is none. */
+/* Multi-lock acquire: canonical order is bytewise by name, in every cluster. */
+static int
+zkl_cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/*
+ * Take every lock of a set or none, one after the other in canonical order,
+ * so that two callers with overlapping sets cannot deadlock; duplicates are
+ * folded.  One deadline covers the whole set.  tokens[i] is names[i]'s.
+ * When one fails, the session-scope holds this call took are given back;
+ * transaction-scope ones go with the (sub)transaction the error aborts.
+ */
+void
+zkl_acquire_set(const char **names, int n, bool xact, int64 timeout_ms, int64 *tokens)
+{
+	const char **order = palloc(sizeof(char *) * Max(n, 1));
+	int64	   *order_tokens = palloc(sizeof(int64) * Max(n, 1));
+	int			ndistinct = 0;
+	int			volatile taken = 0;
+	bool		try_only = false;
+	TimestampTz deadline = 0;
+
+	zkl_require_shmem();
+	memcpy(order, names, sizeof(char *) * n);
+	qsort(order, n, sizeof(char *), zkl_cmp_names);
+	for (int i = 0; i < n; i++)
+		if (ndistinct == 0 || strcmp(order[ndistinct - 1], order[i]) != 0)
+			order[ndistinct++] = order[i];
+
+	if (timeout_ms < 0)
+		timeout_ms = LockTimeout;
+	else if (timeout_ms == 0)
+		try_only = true;
+	if (timeout_ms > 0)
+		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+
+	PG_TRY();
+	{
+		for (int i = 0; i < ndistinct; i++)
+		{
+			int64		left = timeout_ms;
+
+			if (deadline != 0)
+				left = Max(1, zkl_ms_until(deadline, GetCurrentTimestamp()));
+			if (!zkl_request(order[i], false, xact, try_only, left, &order_tokens[i]))
+				ereport(ERROR,
+						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+						 errmsg("could not obtain ZooKeeper lock \"%s\"", order[i]),
+						 errdetail("Another holder has it and the timeout is zero; none of the %d locks is held.",
+								   ndistinct)));
+			taken = i + 1;
+		}
+	}
+	PG_CATCH();
+	{
+		if (!xact)
+			for (int i = taken - 1; i >= 0; i--)
+				zkl_release_session_hold(order[i], false, false);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	for (int i = 0; i < n; i++)
+	{
+		const char **hit = bsearch(&names[i], order, ndistinct, sizeof(char *), zkl_cmp_names);
+
+		tokens[i] = order_tokens[hit - order];
+	}
+	pfree(order);
+	pfree(order_tokens);
+}
+
 bool
-zkl_release_session(text *name)
+zkl_release_session(text *name, bool shared)
 {
 	char		key[ZKL_MAX_NAME_LEN + 1];
-	zkl_local_lock *lock = NULL;
 
 	zkl_require_shmem();
 	zkl_name_key(name, key);
-	if (zkl_locks)
-		lock = hash_search(zkl_locks, key, HASH_FIND, NULL);
+	return zkl_release_session_hold(key, shared, true);
+}
+
+/* Give back one session-scope hold; false (and a warning if asked) when none. */
+static bool
+zkl_release_session_hold(const char *key, bool shared, bool warn)
+{
+	zkl_local_lock *lock = zkl_find_local(key, shared);
+
 	if (lock == NULL || lock->session_count == 0)
 	{
-		ereport(WARNING,
-				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 errmsg("you don't own a ZooKeeper lock named \"%s\"", key)));
+		if (warn)
+			ereport(WARNING,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 shared ? errmsg("you don't own a shared ZooKeeper lock named \"%s\"", key)
+					 : errmsg("you don't own a ZooKeeper lock named \"%s\"", key)));
 		return false;
 	}
 	lock->session_count--;
@@ -557,18 +778,19 @@ zkl_release_all_session(void)
 	}
 }
 
-/* The fencing token of a lock this backend holds, or false. */
+/* The fencing token of a lock this backend holds (exclusive first), or false. */
 bool
 zkl_held_token(text *name, int64 *token)
 {
 	char		key[ZKL_MAX_NAME_LEN + 1];
-	zkl_local_lock *lock = NULL;
+	zkl_local_lock *lock;
 	bool		held = false;
 
 	zkl_require_shmem();
 	zkl_name_key(name, key);
-	if (zkl_locks)
-		lock = hash_search(zkl_locks, key, HASH_FIND, NULL);
+	lock = zkl_find_local(key, false);
+	if (lock == NULL)
+		lock = zkl_find_local(key, true);
 	if (lock == NULL)
 		return false;
 
@@ -588,7 +810,7 @@ zkl_release_xact_holds(int nest_level)
 		   zkl_xact_holds[zkl_n_xact_holds - 1].nest_level >= nest_level)
 	{
 		zkl_xact_hold *hold = &zkl_xact_holds[--zkl_n_xact_holds];
-		zkl_local_lock *lock = hash_search(zkl_locks, hold->name, HASH_FIND, NULL);
+		zkl_local_lock *lock = hash_search(zkl_locks, hold->key, HASH_FIND, NULL);
 
 		if (lock == NULL)
 			continue;
@@ -598,6 +820,28 @@ zkl_release_xact_holds(int nest_level)
 		else
 			zkl_update_slot_counts(lock);
 	}
+}
+
+/*
+ * While a commit waits for proof, a lost lock is reported by the commit
+ * (ZK002) rather than by a cancel that would hide the cause.
+ */
+static void
+zkl_set_commit_waiting(bool waiting)
+{
+	HASH_SEQ_STATUS seq;
+	zkl_local_lock *lock;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	hash_seq_init(&seq, zkl_locks);
+	while ((lock = hash_seq_search(&seq)) != NULL)
+	{
+		zkl_slot   *slot = &zkl_shared->slots[lock->slotno];
+
+		if (slot->generation == lock->generation)
+			slot->commit_waiting = waiting;
+	}
+	LWLockRelease(zkl_shared->lock);
 }
 
 /*
@@ -660,6 +904,7 @@ zkl_confirm_before_commit(void)
 					 errhint("Check that ZooKeeper at zklock.hosts (\"%s\") is reachable and the zklock worker is running.",
 							 zkl_hosts)));
 
+		zkl_set_commit_waiting(true);
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 		zkl_shared->heartbeat_requested = true;
 		LWLockRelease(zkl_shared->lock);
@@ -667,6 +912,7 @@ zkl_confirm_before_commit(void)
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
+		zkl_set_commit_waiting(false);
 		CHECK_FOR_INTERRUPTS();
 	}
 

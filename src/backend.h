@@ -8,12 +8,20 @@
 #ifndef ZKLOCK_BACKEND_H
 #define ZKLOCK_BACKEND_H
 
+#include "fmgr.h"
+#include "storage/dsm.h"
+
 #include "zklock.h"
 
 extern void zkl_name_key(text *name, char *key);
-extern bool zkl_acquire(text *name, bool xact, bool try_only, int64 timeout_ms, int64 *token);
-extern bool zkl_release_session(text *name);
+extern bool zkl_acquire(text *name, bool shared, bool xact, bool try_only, int64 timeout_ms, int64 *token);
+extern void zkl_acquire_set(const char **names, int n, bool xact, int64 timeout_ms, int64 *tokens);
+extern bool zkl_release_session(text *name, bool shared);
 extern void zkl_release_all_session(void);
 extern bool zkl_held_token(text *name, int64 *token);
+extern void zkl_read_directory(const char *name, dsm_handle reply);
+
+/* contenders.c */
+extern void zkl_list_contenders(FunctionCallInfo fcinfo, text *name);
 
 #endif							/* ZKLOCK_BACKEND_H */

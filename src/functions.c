@@ -8,8 +8,10 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -19,6 +21,14 @@ PG_FUNCTION_INFO_V1(zk_lock_acquire);
 PG_FUNCTION_INFO_V1(zk_lock_acquire_xact);
 PG_FUNCTION_INFO_V1(zk_lock_try);
 PG_FUNCTION_INFO_V1(zk_lock_try_xact);
+PG_FUNCTION_INFO_V1(zk_lock_acquire_shared);
+PG_FUNCTION_INFO_V1(zk_lock_acquire_xact_shared);
+PG_FUNCTION_INFO_V1(zk_lock_try_shared);
+PG_FUNCTION_INFO_V1(zk_lock_try_xact_shared);
+PG_FUNCTION_INFO_V1(zk_lock_release_shared);
+PG_FUNCTION_INFO_V1(zk_lock_acquire_set);
+PG_FUNCTION_INFO_V1(zk_lock_acquire_xact_set);
+PG_FUNCTION_INFO_V1(zk_lock_contenders);
 PG_FUNCTION_INFO_V1(zk_lock_release);
 PG_FUNCTION_INFO_V1(zk_lock_release_all);
 PG_FUNCTION_INFO_V1(zk_lock_token);
@@ -59,13 +69,13 @@ zkl_timeout_arg(FunctionCallInfo fcinfo)
 }
 
 static Datum
-zkl_acquire_sql(FunctionCallInfo fcinfo, bool xact)
+zkl_acquire_sql(FunctionCallInfo fcinfo, bool shared, bool xact)
 {
 	text	   *name = zkl_name_arg(fcinfo);
 	int64		timeout_ms = zkl_timeout_arg(fcinfo);
 	int64		token;
 
-	if (!zkl_acquire(name, xact, false, timeout_ms, &token))
+	if (!zkl_acquire(name, shared, xact, false, timeout_ms, &token))
 	{
 		/* Only an explicit zero timeout gets here: report it like a timeout. */
 		char		key[ZKL_MAX_NAME_LEN + 1];
@@ -82,35 +92,139 @@ zkl_acquire_sql(FunctionCallInfo fcinfo, bool xact)
 Datum
 zk_lock_acquire(PG_FUNCTION_ARGS)
 {
-	return zkl_acquire_sql(fcinfo, false);
+	return zkl_acquire_sql(fcinfo, false, false);
 }
 
 Datum
 zk_lock_acquire_xact(PG_FUNCTION_ARGS)
 {
-	return zkl_acquire_sql(fcinfo, true);
+	return zkl_acquire_sql(fcinfo, false, true);
+}
+
+Datum
+zk_lock_acquire_shared(PG_FUNCTION_ARGS)
+{
+	return zkl_acquire_sql(fcinfo, true, false);
+}
+
+Datum
+zk_lock_acquire_xact_shared(PG_FUNCTION_ARGS)
+{
+	return zkl_acquire_sql(fcinfo, true, true);
+}
+
+static Datum
+zkl_try_sql(FunctionCallInfo fcinfo, bool shared, bool xact)
+{
+	int64		token;
+
+	PG_RETURN_BOOL(zkl_acquire(zkl_name_arg(fcinfo), shared, xact, true, 0, &token));
 }
 
 Datum
 zk_lock_try(PG_FUNCTION_ARGS)
 {
-	int64		token;
-
-	PG_RETURN_BOOL(zkl_acquire(zkl_name_arg(fcinfo), false, true, 0, &token));
+	return zkl_try_sql(fcinfo, false, false);
 }
 
 Datum
 zk_lock_try_xact(PG_FUNCTION_ARGS)
 {
-	int64		token;
+	return zkl_try_sql(fcinfo, false, true);
+}
 
-	PG_RETURN_BOOL(zkl_acquire(zkl_name_arg(fcinfo), true, true, 0, &token));
+Datum
+zk_lock_try_shared(PG_FUNCTION_ARGS)
+{
+	return zkl_try_sql(fcinfo, true, false);
+}
+
+Datum
+zk_lock_try_xact_shared(PG_FUNCTION_ARGS)
+{
+	return zkl_try_sql(fcinfo, true, true);
 }
 
 Datum
 zk_lock_release(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(zkl_release_session(zkl_name_arg(fcinfo)));
+	PG_RETURN_BOOL(zkl_release_session(zkl_name_arg(fcinfo), false));
+}
+
+Datum
+zk_lock_release_shared(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(zkl_release_session(zkl_name_arg(fcinfo), true));
+}
+
+/* Several exclusive locks at once; returns their tokens in the given order. */
+static Datum
+zkl_acquire_set_sql(FunctionCallInfo fcinfo, bool xact)
+{
+	ArrayType  *arr;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	const char **names;
+	int64	   *tokens;
+	Datum	   *result;
+	int64		timeout_ms = zkl_timeout_arg(fcinfo);
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("ZooKeeper lock names must not be null")));
+	arr = PG_GETARG_ARRAYTYPE_P(0);
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("ZooKeeper lock names must be a one-dimensional array")));
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ZooKeeper lock names must not be an empty array")));
+
+	names = palloc(sizeof(char *) * n);
+	for (int i = 0; i < n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("ZooKeeper lock name must not be null"),
+					 errdetail("Element %d of the array is null.", i + 1)));
+		names[i] = palloc(ZKL_MAX_NAME_LEN + 1);
+		zkl_name_key(DatumGetTextPP(elems[i]), (char *) names[i]);
+	}
+
+	tokens = palloc(sizeof(int64) * n);
+	zkl_acquire_set(names, n, xact, timeout_ms, tokens);
+
+	result = palloc(sizeof(Datum) * n);
+	for (int i = 0; i < n; i++)
+		result[i] = Int64GetDatum(tokens[i]);
+	PG_RETURN_ARRAYTYPE_P(construct_array(result, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+										  TYPALIGN_DOUBLE));
+}
+
+Datum
+zk_lock_acquire_set(PG_FUNCTION_ARGS)
+{
+	return zkl_acquire_set_sql(fcinfo, false);
+}
+
+Datum
+zk_lock_acquire_xact_set(PG_FUNCTION_ARGS)
+{
+	return zkl_acquire_set_sql(fcinfo, true);
+}
+
+/* Every contender for the lock, from every client, in queue order. */
+Datum
+zk_lock_contenders(PG_FUNCTION_ARGS)
+{
+	zkl_list_contenders(fcinfo, zkl_name_arg(fcinfo));
+	return (Datum) 0;
 }
 
 Datum
@@ -200,12 +314,12 @@ zk_locks(PG_FUNCTION_ARGS)
 		Datum		values[10];
 		bool		nulls[10] = {0};
 
-		if (slot->state == ZKL_SLOT_FREE)
+		if (slot->state == ZKL_SLOT_FREE || slot->inspect)
 			continue;
 		values[0] = Int32GetDatum(slot->pid);
 		values[1] = ObjectIdGetDatum(slot->dbid);
 		values[2] = CStringGetTextDatum(slot->name);
-		values[3] = CStringGetTextDatum("exclusive");
+		values[3] = CStringGetTextDatum(slot->kind == ZKL_NODE_READ ? "shared" : "exclusive");
 		values[4] = CStringGetTextDatum(zkl_scope_name(slot));
 		values[5] = CStringGetTextDatum(zkl_slot_state_name(slot->state));
 		if (slot->node[0] != '\0')

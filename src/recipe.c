@@ -16,44 +16,71 @@
 
 #include <signal.h>
 
+#include "storage/dsm.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "worker.h"
 
 /* Markers after which contenders carry their sequence number. */
-static const char *const zkl_markers[] = {
-	"-lock-",					/* Curator InterProcessMutex, zklock */
-	"__lock__",					/* kazoo Lock */
-	"__rlock__",				/* kazoo ReadLock */
-	"__READ__",					/* Curator InterProcessReadWriteLock */
-	"__WRIT__"
+static const struct
+{
+	const char *marker;
+	bool		shared;
+}			zkl_markers[] = {
+	{"-lock-", false},			/* Curator InterProcessMutex, zklock */
+	{"__WRIT__", false},		/* Curator InterProcessReadWriteLock */
+	{"__READ__", true},
+	{"__lock__", false},		/* kazoo Lock and WriteLock */
+	{"__rlock__", true}			/* kazoo ReadLock */
 };
+
+/* What our own requests create, by zkl_node_kind. */
+static const char *const zkl_node_markers[] = {"-lock-", "__WRIT__", "__READ__"};
 
 static void zkl_send_create(int slotno, zkl_slot *slot, bool with_parents);
 static void zkl_send_listing(int slotno, zkl_slot *slot, zkl_event_kind kind);
 static void zkl_send_delete(int slotno, zkl_slot *slot);
+static void zkl_inspect_start(int slotno, zkl_slot *slot);
+static void zkl_inspect_free(zkl_work *work);
+
+/* What zk_lock_contenders has read so far of one directory. */
+typedef struct zkl_inspection
+{
+	int			nchildren;
+	int			nreplied;		/* getData answers come in the order sent */
+	char	  **children;
+	int64	   *czxid;
+	char	  **data;
+	int		   *data_len;
+	bool	   *gone;			/* deleted between the listing and the read */
+} zkl_inspection;
 
 /*
  * Sequence number of a contender node, compared as a number: the uuid
  * prefixes differ, so whole names do not sort.  -1 when the child is not a
- * contender of any layout we know.
+ * contender of any layout we know.  *shared tells a reader from a writer.
  */
 int64
-zkl_sequence_of(const char *child)
+zkl_parse_contender(const char *child, bool *shared)
 {
 	const char *digits = NULL;
 	int64		seq = 0;
 
+	*shared = false;
 	for (int i = 0; i < lengthof(zkl_markers); i++)
 	{
 		const char *p = child;
 		const char *hit;
 
-		while ((hit = strstr(p, zkl_markers[i])) != NULL)
+		while ((hit = strstr(p, zkl_markers[i].marker)) != NULL)
 		{
-			p = hit + strlen(zkl_markers[i]);
+			p = hit + strlen(zkl_markers[i].marker);
 			if (digits == NULL || p > digits)
+			{
 				digits = p;
+				*shared = zkl_markers[i].shared;
+			}
 		}
 	}
 	if (digits == NULL || *digits == '\0')
@@ -110,6 +137,7 @@ zkl_free_slot(int slotno)
 	work->retry = false;
 	work->fail_rc = 0;
 	work->parent_attempts = 0;
+	zkl_inspect_free(work);
 }
 
 /* Report a final outcome to the waiting backend, which frees the slot. */
@@ -158,17 +186,30 @@ zkl_mark_lost(zkl_slot *slot, const char *cause)
 	ereport(LOG,
 			(errmsg("zklock: backend %d lost ZooKeeper lock \"%s\": %s",
 					slot->pid, slot->name, cause)));
+	/* A commit waiting for proof reports the loss itself, as ZK002. */
+	if (slot->commit_waiting)
+		return;
 	if (zkl_on_lock_lost == ZKL_ON_LOST_CANCEL)
 		kill(slot->pid, SIGINT);
 	else if (zkl_on_lock_lost == ZKL_ON_LOST_TERMINATE)
 		kill(slot->pid, SIGTERM);
 }
 
-/* Watch our own held node, so that a deletion by anyone is noticed. */
+/*
+ * Watch our own node from the moment we know its name, so that a deletion by
+ * anyone is noticed: a waiter whose node vanished queues again before its
+ * predecessor's deletion can make it believe it is lowest (ZooKeeper
+ * delivers the two events in order), and a holder loses its lock.
+ */
 static void
 zkl_watch_own_node(int slotno, zkl_slot *slot)
 {
-	char	   *path = zkl_child_path(slot, slot->node);
+	char	   *path;
+
+	if (zkl_works[slotno].own_watch_gen == zkl_works[slotno].opgen)
+		return;
+	zkl_works[slotno].own_watch_gen = zkl_works[slotno].opgen;
+	path = zkl_child_path(slot, slot->node);
 
 	zkl_check_sent(slotno, zoo_awexists(zkl_zh, path, zkl_node_watcher,
 										(void *) zkl_ctx(ZKL_EV_OWN_WATCH, slotno),
@@ -196,7 +237,22 @@ zkl_grant(int slotno, zkl_slot *slot)
 	if (!wanted)
 		zkl_send_delete(slotno, slot);
 	else
-		zkl_watch_own_node(slotno, slot);
+		zkl_watch_own_node(slotno, slot);	/* normally set while waiting */
+}
+
+/* Our waiting node is gone (an operator, say): queue again with a new one. */
+static void
+zkl_requeue(int slotno, zkl_slot *slot)
+{
+	zkl_work   *work = &zkl_works[slotno];
+
+	work->opgen++;
+	work->phase = ZKL_PH_IDLE;
+	work->retry = false;
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	slot->node[0] = '\0';
+	LWLockRelease(zkl_shared->lock);
+	zkl_mark_pending(slotno);
 }
 
 /*
@@ -228,7 +284,9 @@ zkl_send_create(int slotno, zkl_slot *slot, bool with_parents)
 		pfree(path);
 	}
 
-	prefix = psprintf("%s/_c_%s-lock-", slot->dir, slot->uuid);
+	/* "_c_<uuid>-" then the marker: Curator's protected-mode names. */
+	prefix = psprintf("%s/_c_%s-%s", slot->dir, slot->uuid,
+					  zkl_node_markers[slot->kind] + (slot->kind == ZKL_NODE_MUTEX ? 1 : 0));
 	zkl_works[slotno].phase = ZKL_PH_CREATING;
 	zkl_check_sent(slotno, zoo_acreate2(zkl_zh, prefix, slot->data, strlen(slot->data), zkl_acl(),
 										ZOO_EPHEMERAL_SEQUENTIAL, zkl_string_stat_done,
@@ -271,6 +329,7 @@ zkl_redo(int slotno, zkl_slot *slot)
 			break;
 		case ZKL_PH_LISTING:
 		case ZKL_PH_WATCHING:
+			zkl_watch_own_node(slotno, slot);
 			zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
 			break;
 		case ZKL_PH_DELETING:
@@ -278,6 +337,12 @@ zkl_redo(int slotno, zkl_slot *slot)
 			break;
 		case ZKL_PH_HELD:
 			zkl_watch_own_node(slotno, slot);
+			break;
+		case ZKL_PH_INSPECTING:
+			/* Read the directory again from the start. */
+			zkl_inspect_free(work);
+			work->opgen++;
+			zkl_inspect_start(slotno, slot);
 			break;
 		default:
 			break;
@@ -344,7 +409,12 @@ zkl_dispatch(int slotno, bool connected)
 	if (!wanted && zkl_release(slotno, slot))
 		return;
 	if (work->phase == ZKL_PH_IDLE && state == ZKL_SLOT_WAITING)
-		zkl_send_create(slotno, slot, false);
+	{
+		if (slot->inspect)
+			zkl_inspect_start(slotno, slot);
+		else
+			zkl_send_create(slotno, slot, false);
+	}
 	else if (work->retry)
 		zkl_redo(slotno, slot);
 }
@@ -363,24 +433,56 @@ zkl_connection_trouble(int slotno, int rc)
 	return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
 }
 
+/* The node of the owner's hold of the other mode: never waited on. */
+static const char *
+zkl_sibling_node(zkl_slot *slot)
+{
+	zkl_slot   *sib;
+
+	if (slot->sibling_slotno < 0 || slot->sibling_slotno >= zkl_shared->nslots)
+		return NULL;
+	sib = &zkl_shared->slots[slot->sibling_slotno];
+	if (sib->generation != slot->sibling_generation || sib->pid != slot->pid ||
+		sib->node[0] == '\0')
+		return NULL;
+	return sib->node;
+}
+
 /*
- * Decide from a listing that contains our node: lowest holds; a try gives
- * up; anyone else watches only its immediate predecessor.
+ * Decide from a listing that contains our node.  An exclusive request waits
+ * for every lower node, a shared one only for lower writers, so a writer
+ * that asked first is served before later readers.  The owner's own hold of
+ * the other mode does not count.  A try gives up; anyone else watches only
+ * the nearest node it waits for.
  */
 static void
 zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 {
 	zkl_work   *work = &zkl_works[slotno];
-	int64		own = zkl_sequence_of(slot->node);
+	bool		own_shared;
+	int64		own = zkl_parse_contender(slot->node, &own_shared);
+	const char *sibling = zkl_sibling_node(slot);
+	int64		sibling_seq = -1;
 	int64		pred_seq = -1;
 	const char *pred = NULL;
-	int			lower = 0;
+	int			blockers = 0;
 	bool		found_self = false;
+	bool		deadlock = false;
 	char	   *path;
+
+	if (sibling)
+	{
+		bool		sib_shared;
+
+		sibling_seq = zkl_parse_contender(sibling, &sib_shared);
+		if (!sib_shared)
+			sibling_seq = -1;	/* only a held read can be waited behind */
+	}
 
 	for (int i = 0; i < ev->nchildren; i++)
 	{
-		int64		seq = zkl_sequence_of(ev->children[i]);
+		bool		shared;
+		int64		seq = zkl_parse_contender(ev->children[i], &shared);
 
 		if (seq < 0)
 			continue;
@@ -389,29 +491,35 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 			found_self = true;
 			continue;
 		}
-		if (seq < own)
+		if (seq >= own || (sibling && strcmp(ev->children[i], sibling) == 0))
+			continue;
+		if (own_shared && shared)
+			continue;
+		/* A writer queued behind our own read waits for us, and we for it. */
+		if (!shared && sibling_seq >= 0 && seq > sibling_seq)
+			deadlock = true;
+		blockers++;
+		if (seq > pred_seq)
 		{
-			lower++;
-			if (seq > pred_seq)
-			{
-				pred_seq = seq;
-				pred = ev->children[i];
-			}
+			pred_seq = seq;
+			pred = ev->children[i];
 		}
 	}
 
 	if (!found_self)
 	{
 		/* Someone deleted our waiting node: queue again rather than wait on nothing. */
-		work->opgen++;
-		work->phase = ZKL_PH_IDLE;
-		slot->node[0] = '\0';
-		zkl_mark_pending(slotno);
+		zkl_requeue(slotno, slot);
 		return;
 	}
-	if (lower == 0)
+	if (blockers == 0)
 	{
 		zkl_grant(slotno, slot);
+		return;
+	}
+	if (deadlock && !slot->try_only)
+	{
+		zkl_fail_slot(slotno, ZKL_RC_DEADLOCK);
 		return;
 	}
 	if (slot->try_only)
@@ -425,7 +533,7 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 	}
 
 	work->phase = ZKL_PH_WATCHING;
-	work->pred_was_lowest = (lower == 1);
+	work->pred_was_last = (blockers == 1);
 	strlcpy(work->pred, pred, sizeof(work->pred));
 	path = zkl_child_path(slot, pred);
 	/* getData, not exists: a vanished predecessor leaves no watch behind. */
@@ -436,13 +544,13 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 }
 
 /*
- * The predecessor is gone.  If it was the lowest, we are lowest now:
- * sequence numbers only grow, so no re-read is needed.
+ * The predecessor is gone.  If it was the only node we waited for, nothing
+ * is left to wait for: sequence numbers only grow, so no re-read is needed.
  */
 static void
 zkl_predecessor_gone(int slotno, zkl_slot *slot)
 {
-	if (zkl_works[slotno].pred_was_lowest)
+	if (zkl_works[slotno].pred_was_last)
 		zkl_grant(slotno, slot);
 	else
 		zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
@@ -455,6 +563,165 @@ zkl_found_node(int slotno, zkl_slot *slot, const char *child, int64 czxid)
 	strlcpy(slot->node, child, sizeof(slot->node));
 	slot->token = czxid;
 	LWLockRelease(zkl_shared->lock);
+}
+
+/* ---- zk_lock_contenders: a backend's read of one lock directory ---- */
+
+static void
+zkl_inspect_free(zkl_work *work)
+{
+	zkl_inspection *in = work->inspection;
+
+	if (in == NULL)
+		return;
+	for (int i = 0; i < in->nchildren; i++)
+	{
+		pfree(in->children[i]);
+		if (in->data[i])
+			pfree(in->data[i]);
+	}
+	if (in->nchildren > 0)
+	{
+		pfree(in->children);
+		pfree(in->czxid);
+		pfree(in->data);
+		pfree(in->data_len);
+		pfree(in->gone);
+	}
+	pfree(in);
+	work->inspection = NULL;
+}
+
+static void
+zkl_inspect_start(int slotno, zkl_slot *slot)
+{
+	zkl_works[slotno].phase = ZKL_PH_INSPECTING;
+	zkl_check_sent(slotno, zoo_aget_children(zkl_zh, slot->dir, 0, zkl_strings_done,
+											 zkl_ctx(ZKL_EV_INSPECT_CHILDREN, slotno)));
+}
+
+/* Write what was read into the backend's segment, then tell it. */
+static void
+zkl_inspect_finish(int slotno, zkl_slot *slot)
+{
+	zkl_work   *work = &zkl_works[slotno];
+	zkl_inspection *in = work->inspection;
+	bool		wanted;
+	dsm_handle	handle;
+	dsm_segment *seg = NULL;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	wanted = slot->wanted;
+	handle = slot->reply_handle;
+	LWLockRelease(zkl_shared->lock);
+
+	/* A backend that left has destroyed its segment: nothing to attach. */
+	if (wanted)
+		seg = dsm_attach(handle);
+	if (seg != NULL)
+	{
+		zkl_inspect_reply *reply = dsm_segment_address(seg);
+		char	   *out = (char *) reply + MAXALIGN(sizeof(zkl_inspect_reply));
+		Size		needed = 0;
+		int			n = 0;
+
+		for (int i = 0; i < in->nchildren; i++)
+			if (!in->gone[i])
+				needed += MAXALIGN(sizeof(zkl_inspect_entry) + strlen(in->children[i]) + in->data_len[i]);
+		reply->needed = needed;
+		reply->nchildren = 0;
+		if (needed <= reply->capacity)
+		{
+			for (int i = 0; i < in->nchildren; i++)
+			{
+				zkl_inspect_entry *e = (zkl_inspect_entry *) out;
+				int			name_len = strlen(in->children[i]);
+
+				if (in->gone[i])
+					continue;
+				e->czxid = in->czxid[i];
+				e->name_len = name_len;
+				e->data_len = in->data_len[i];
+				memcpy(out + sizeof(zkl_inspect_entry), in->children[i], name_len);
+				if (e->data_len > 0)
+					memcpy(out + sizeof(zkl_inspect_entry) + name_len, in->data[i], e->data_len);
+				out += MAXALIGN(sizeof(zkl_inspect_entry) + name_len + e->data_len);
+				n++;
+			}
+			reply->nchildren = n;
+		}
+		dsm_detach(seg);
+	}
+
+	zkl_inspect_free(work);
+	work->opgen++;
+	work->phase = ZKL_PH_IDLE;
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	wanted = slot->wanted;
+	if (wanted)
+	{
+		slot->state = ZKL_SLOT_HELD;	/* for a read: the reply is ready */
+		zkl_wake_backend(slot);
+	}
+	LWLockRelease(zkl_shared->lock);
+	if (!wanted)
+		zkl_free_slot(slotno);
+}
+
+static void
+zkl_inspect_result(int slotno, zkl_slot *slot, zkl_event *ev)
+{
+	zkl_work   *work = &zkl_works[slotno];
+	zkl_inspection *in = work->inspection;
+
+	if (ev->kind == ZKL_EV_INSPECT_CHILDREN)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		int			n = ev->rc == ZOK ? ev->nchildren : 0;
+
+		zkl_inspect_free(work);
+		in = palloc0(sizeof(zkl_inspection));
+		in->nchildren = n;
+		if (n > 0)
+		{
+			in->children = palloc(sizeof(char *) * n);
+			in->czxid = palloc0(sizeof(int64) * n);
+			in->data = palloc0(sizeof(char *) * n);
+			in->data_len = palloc0(sizeof(int) * n);
+			in->gone = palloc0(sizeof(bool) * n);
+			for (int i = 0; i < n; i++)
+				in->children[i] = pstrdup(ev->children[i]);
+		}
+		MemoryContextSwitchTo(old);
+		work->inspection = in;
+		for (int i = 0; i < n; i++)
+		{
+			char	   *path = zkl_child_path(slot, in->children[i]);
+
+			zkl_check_sent(slotno, zoo_aget(zkl_zh, path, 0, zkl_data_done,
+											zkl_ctx(ZKL_EV_INSPECT_DATA, slotno)));
+			pfree(path);
+		}
+	}
+	else if (in != NULL && in->nreplied < in->nchildren)
+	{
+		int			i = in->nreplied++;
+
+		if (ev->rc == ZNONODE)
+			in->gone[i] = true;
+		else
+		{
+			in->czxid[i] = ev->czxid;
+			in->data_len[i] = Min(ev->data_len, ZKL_MAX_INSPECT_DATA);
+			if (in->data_len[i] > 0)
+			{
+				in->data[i] = MemoryContextAlloc(TopMemoryContext, in->data_len[i]);
+				memcpy(in->data[i], ev->data, in->data_len[i]);
+			}
+		}
+	}
+	if (in != NULL && in->nreplied == in->nchildren)
+		zkl_inspect_finish(slotno, slot);
 }
 
 void
@@ -492,6 +759,8 @@ zkl_handle_event(zkl_event *ev)
 				work->phase = ZKL_PH_LISTING;
 				if (!wanted)
 					zkl_send_delete(slotno, slot);
+				else
+					zkl_watch_own_node(slotno, slot);
 			}
 			else if (ev->rc == ZNONODE && work->parent_attempts < 3)
 			{
@@ -558,7 +827,10 @@ zkl_handle_event(zkl_event *ev)
 				if (!wanted)
 					zkl_send_delete(slotno, slot);
 				else
+				{
 					zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
+					zkl_watch_own_node(slotno, slot);
+				}
 			}
 			else if (ev->rc == ZNONODE)
 				zkl_send_listing(slotno, slot, ZKL_EV_RECOVER_CHILDREN);
@@ -585,10 +857,20 @@ zkl_handle_event(zkl_event *ev)
 			break;
 
 		case ZKL_EV_OWN_WATCH:
-			if (work->phase != ZKL_PH_HELD || ev->type == ZOO_SESSION_EVENT)
+			if (ev->type == ZOO_SESSION_EVENT ||
+				(work->phase != ZKL_PH_HELD && work->phase != ZKL_PH_LISTING &&
+				 work->phase != ZKL_PH_WATCHING))
 				break;
 			if (ev->type == ZOO_DELETED_EVENT || (ev->type == 0 && ev->rc == ZNONODE))
 			{
+				if (work->phase != ZKL_PH_HELD)
+				{
+					if (wanted)
+						zkl_requeue(slotno, slot);
+					else
+						zkl_free_slot(slotno);
+					break;
+				}
 				LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 				if (slot->state == ZKL_SLOT_HELD)
 					zkl_mark_lost(slot, "its node was deleted");
@@ -596,10 +878,15 @@ zkl_handle_event(zkl_event *ev)
 				work->opgen++;
 				work->phase = ZKL_PH_IDLE;
 			}
-			else if (ev->type != 0)
-				zkl_watch_own_node(slotno, slot);	/* data changed: watch again */
-			else if (ev->rc != ZOK)
-				zkl_connection_trouble(slotno, ev->rc);
+			else if (ev->type != 0 || ev->rc != ZOK)
+			{
+				/* Data changed, or the watch was not set: watch again. */
+				work->own_watch_gen = 0;
+				if (ev->type != 0)
+					zkl_watch_own_node(slotno, slot);
+				else
+					zkl_connection_trouble(slotno, ev->rc);
+			}
 			break;
 
 		case ZKL_EV_DELETED:
@@ -633,6 +920,16 @@ zkl_handle_event(zkl_event *ev)
 				LWLockRelease(zkl_shared->lock);
 				zkl_free_slot(slotno);
 			}
+			break;
+
+		case ZKL_EV_INSPECT_CHILDREN:
+		case ZKL_EV_INSPECT_DATA:
+			if (work->phase != ZKL_PH_INSPECTING)
+				break;
+			if (ev->rc == ZOK || ev->rc == ZNONODE)
+				zkl_inspect_result(slotno, slot, ev);
+			else if (!zkl_connection_trouble(slotno, ev->rc))
+				zkl_fail_slot(slotno, ev->rc);
 			break;
 
 		default:
@@ -682,6 +979,7 @@ zkl_session_lost(void)
 		work->retry = false;
 		work->fail_rc = 0;
 		work->parent_attempts = 0;
+		zkl_inspect_free(work);
 		if (free_it)
 			zkl_free_slot(i);
 	}
@@ -714,6 +1012,13 @@ zkl_adopt_slots(void)
 		bool		known = slot->node[0] != '\0';
 
 		work->opgen = 1;
+		if (slot->inspect)
+		{
+			/* A read of a directory just starts over. */
+			if (slot->state == ZKL_SLOT_WAITING || slot->state == ZKL_SLOT_RELEASING)
+				zkl_mark_pending(i);
+			continue;
+		}
 		switch (slot->state)
 		{
 			case ZKL_SLOT_HELD:

@@ -105,6 +105,7 @@ zkl_slot_clear(zkl_slot *slot)
 	slot->state = ZKL_SLOT_FREE;
 	slot->generation++;
 	slot->wanted = false;
+	slot->commit_waiting = false;
 	slot->pid = 0;
 	slot->session_count = 0;
 	slot->xact_count = 0;

@@ -160,7 +160,20 @@ zkl_void_string_done(int rc, const char *value, const void *data)
 void
 zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat, const void *data)
 {
-	zkl_stat_done(rc, stat, data);
+	zkl_event  *ev = zkl_new_event(data, rc);
+
+	if (rc == ZOK && stat)
+		ev->czxid = stat->czxid;
+	/* Only zk_lock_contenders reads data; watches on predecessors ignore it. */
+	if (rc == ZOK && value && value_len > 0 && ev->kind == ZKL_EV_INSPECT_DATA)
+	{
+		ev->data = malloc(value_len);
+		if (ev->data == NULL)
+			abort();
+		memcpy(ev->data, value, value_len);
+		ev->data_len = value_len;
+	}
+	zkl_post(ev);
 }
 
 void
@@ -192,6 +205,7 @@ zkl_free_event(zkl_event *ev)
 	for (int i = 0; i < ev->nchildren; i++)
 		free(ev->children[i]);
 	free(ev->children);
+	free(ev->data);
 	free(ev->path);
 	free(ev);
 }
@@ -269,6 +283,16 @@ zkl_load_session_file(clientid_t *cid)
 		fread(cid->passwd, sizeof(cid->passwd), 1, f) == 1;
 	FreeFile(f);
 	return ok && cid->client_id != 0;
+}
+
+/* The recorded session is over: nothing is left for a later incarnation to close. */
+static void
+zkl_remove_session_file(void)
+{
+	if (unlink(ZKL_SESSION_FILE) != 0 && errno != ENOENT)
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not remove file \"%s\": %m", ZKL_SESSION_FILE)));
 }
 
 static void
@@ -393,10 +417,7 @@ zkl_finish_closing_previous(int state)
 					(unsigned long long) cid->client_id)));
 	zkl_close_session();
 	zkl_closing_previous = false;
-	if (unlink(ZKL_SESSION_FILE) != 0 && errno != ENOENT)
-		ereport(LOG,
-				(errcode_for_file_access(),
-				 errmsg("could not remove file \"%s\": %m", ZKL_SESSION_FILE)));
+	zkl_remove_session_file();
 	zkl_backoff_ms = 0;
 	zkl_next_connect = 0;
 }
@@ -438,6 +459,7 @@ zkl_handle_session_event(int state)
 				(errmsg("zklock ZooKeeper session 0x%llx ended: %s",
 						(unsigned long long) zkl_shared->session_id, zkl_state_name(state))));
 		zkl_close_session();
+		zkl_remove_session_file();
 		zkl_set_session_state(ZKL_SESSION_EXPIRED);
 		zkl_session_lost();
 		zkl_schedule_reconnect();
@@ -685,10 +707,7 @@ zkl_worker_main(Datum arg)
 	}
 	ereport(LOG, (errmsg("zklock worker shutting down; closing ZooKeeper session")));
 	zkl_close_session();
-	if (unlink(ZKL_SESSION_FILE) != 0 && errno != ENOENT)
-		ereport(LOG,
-				(errcode_for_file_access(),
-				 errmsg("could not remove file \"%s\": %m", ZKL_SESSION_FILE)));
+	zkl_remove_session_file();
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	zkl_shared->session_id = 0;
 	zkl_shared->session_state = ZKL_SESSION_STARTING;

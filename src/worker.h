@@ -27,7 +27,9 @@ typedef enum zkl_event_kind
 	ZKL_EV_PRED_WATCH,			/* the predecessor changed or vanished */
 	ZKL_EV_DELETED,				/* our node is gone */
 	ZKL_EV_OWN_WATCH,			/* our held node changed or vanished */
-	ZKL_EV_HEARTBEAT			/* proof that the session is alive */
+	ZKL_EV_HEARTBEAT,			/* proof that the session is alive */
+	ZKL_EV_INSPECT_CHILDREN,	/* zk_lock_contenders: the directory */
+	ZKL_EV_INSPECT_DATA			/* ... and each child's data, in order */
 } zkl_event_kind;
 
 /*
@@ -47,6 +49,8 @@ typedef struct zkl_event
 	char	   *path;
 	int			nchildren;
 	char	  **children;
+	char	   *data;			/* node data (getData), data_len bytes */
+	int			data_len;
 } zkl_event;
 
 /* Where the worker is with one slot; private to the worker. */
@@ -58,6 +62,7 @@ typedef enum zkl_phase
 	ZKL_PH_LISTING,				/* node known, listing sent */
 	ZKL_PH_WATCHING,			/* waiting for the predecessor to go */
 	ZKL_PH_HELD,
+	ZKL_PH_INSPECTING,			/* zk_lock_contenders: reads in flight */
 	ZKL_PH_DELETING
 } zkl_phase;
 
@@ -67,10 +72,12 @@ typedef struct zkl_work
 	zkl_phase	phase;
 	bool		retry;			/* last request hit a connection loss */
 	bool		pending;		/* in the worker's to-do list */
-	bool		pred_was_lowest;
+	bool		pred_was_last;	/* the predecessor was the only node we wait for */
+	uint32		own_watch_gen;	/* opgen for which our node's watch is set */
 	int			parent_attempts;
 	int			fail_rc;		/* failure to report once our node is deleted */
 	char		pred[ZKL_MAX_NODE_LEN];
+	struct zkl_inspection *inspection;	/* ZKL_PH_INSPECTING only */
 } zkl_work;
 
 /* worker.c */
@@ -88,7 +95,6 @@ extern void zkl_mark_pending(int slotno);
 extern void zkl_count_request(void);
 
 /* recipe.c */
-extern int64 zkl_sequence_of(const char *child);
 extern void zkl_dispatch(int slotno, bool connected);
 extern void zkl_handle_event(zkl_event *ev);
 extern void zkl_session_lost(void);

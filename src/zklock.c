@@ -27,11 +27,18 @@ int			zkl_max_locks = 1024;
 int			zkl_max_locks_per_backend = 64;
 char	   *zkl_auth = NULL;
 int			zkl_on_lock_lost = ZKL_ON_LOST_CANCEL;
+int			zkl_exclusive_layout_setting = ZKL_LAYOUT_MUTEX;
 
 static const struct config_enum_entry zkl_on_lost_options[] = {
 	{"error", ZKL_ON_LOST_ERROR, false},
 	{"cancel", ZKL_ON_LOST_CANCEL, false},
 	{"terminate", ZKL_ON_LOST_TERMINATE, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry zkl_layout_options[] = {
+	{"mutex", ZKL_LAYOUT_MUTEX, false},
+	{"readwrite", ZKL_LAYOUT_READWRITE, false},
 	{NULL, 0, false}
 };
 
@@ -158,6 +165,22 @@ _PG_init(void)
 							 ZKL_ON_LOST_CANCEL,
 							 zkl_on_lost_options,
 							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	/*
+	 * Curator's InterProcessMutex and InterProcessReadWriteLock sort each
+	 * other's nodes wrongly, so no one node name suits both; zklock reads
+	 * every layout, the choice only matters to the peers.
+	 */
+	DefineCustomEnumVariable("zklock.exclusive_layout",
+							 "Node layout of exclusive requests, for peers that share the locks.",
+							 "\"mutex\" (-lock-) is Curator's InterProcessMutex and kazoo's Lock; "
+							 "\"readwrite\" (__WRIT__) is the writer of Curator's InterProcessReadWriteLock.",
+							 &zkl_exclusive_layout_setting,
+							 ZKL_LAYOUT_MUTEX,
+							 zkl_layout_options,
+							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
 

@@ -28,6 +28,24 @@
 #define ERRCODE_ZKLOCK_UNAVAILABLE	MAKE_SQLSTATE('Z','K','0','0','1')
 #define ERRCODE_ZKLOCK_LOST			MAKE_SQLSTATE('Z','K','0','0','2')
 
+/* Which contender node a request creates (see zkl_node_markers). */
+typedef enum zkl_node_kind
+{
+	ZKL_NODE_MUTEX = 0,			/* exclusive, Curator InterProcessMutex layout */
+	ZKL_NODE_WRITE,				/* exclusive, Curator read-write lock's writer */
+	ZKL_NODE_READ				/* shared */
+} zkl_node_kind;
+
+/* zklock.exclusive_layout */
+typedef enum zkl_exclusive_layout
+{
+	ZKL_LAYOUT_MUTEX = 0,
+	ZKL_LAYOUT_READWRITE
+} zkl_exclusive_layout;
+
+/* zk_rc of a request refused because it would wait on itself. */
+#define ZKL_RC_DEADLOCK		(-1000)
+
 /* What the worker has established for a slot. */
 typedef enum zkl_slot_state
 {
@@ -60,6 +78,12 @@ typedef struct zkl_slot
 	bool		wanted;			/* false once the backend releases or cancels */
 	bool		queued;			/* index is in the worker's request queue */
 	bool		try_only;		/* give up instead of queueing */
+	bool		commit_waiting;	/* owner waits in its pre-commit check */
+	zkl_node_kind kind;
+	int			sibling_slotno; /* the owner's hold of the other mode, or -1 */
+	uint32		sibling_generation;
+	bool		inspect;		/* zk_lock_contenders: read, do not lock */
+	uint32		reply_handle;	/* dsm_handle the worker writes the reply to */
 	int			pid;
 	int			procno;
 	Oid			dbid;
@@ -122,6 +146,7 @@ extern int	zkl_max_locks;
 extern int	zkl_max_locks_per_backend;
 extern char *zkl_auth;
 extern int	zkl_on_lock_lost;
+extern int	zkl_exclusive_layout_setting;
 
 /* shmem.c */
 extern zkl_shared_state *zkl_shared;
@@ -132,6 +157,30 @@ extern void zkl_queue_push(int slotno);
 extern void zkl_slot_clear(zkl_slot *slot);
 extern void zkl_wake_worker(void);
 extern void zkl_wake_backend(zkl_slot *slot);
+
+/* recipe.c, for backends too */
+extern int64 zkl_parse_contender(const char *child, bool *shared);
+
+/*
+ * The reply to zk_lock_contenders, written by the worker into the
+ * backend's dynamic shared memory segment: a header, then for each child
+ * in listing order its czxid, name and (at most ZKL_MAX_INSPECT_DATA bytes
+ * of) data.
+ */
+#define ZKL_MAX_INSPECT_DATA	4096
+typedef struct zkl_inspect_reply
+{
+	Size		capacity;		/* bytes after the header, set by the backend */
+	Size		needed;			/* bytes the full reply takes */
+	int			nchildren;		/* entries written (0 when it did not fit) */
+} zkl_inspect_reply;
+
+typedef struct zkl_inspect_entry
+{
+	int64		czxid;
+	int32		name_len;		/* then name_len bytes of name */
+	int32		data_len;		/* then data_len bytes of data */
+} zkl_inspect_entry;
 
 /* encode.c */
 extern char *zkl_encode_name(const char *name, int len);

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs what zklock needs to build and test on Debian 12, if missing:
 # PostgreSQL 15 with PGXS, the ZooKeeper C client and Java server, IPC::Run
-# for the TAP tests, a JRE and a C toolchain.  Idempotent: with everything
+# for the TAP tests, a C toolchain, and the peer clients that the interop
+# tests and the benchmark drive: Apache Curator (with a JDK to compile the
+# small Java programs) and kazoo; gnuplot draws the benchmark's chart.  Idempotent: with everything
 # present it only checks, and never touches the network.
 set -euo pipefail
 
 PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev zookeeper
-	libipc-run-perl default-jre-headless build-essential)
+	libipc-run-perl default-jdk-headless build-essential
+	libcurator-recipes-java python3-kazoo gnuplot-nox)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

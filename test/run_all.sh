@@ -6,7 +6,9 @@
 # temporary copy of the tree; every server started is stopped by pid at exit.
 # The last line printed is "N passed, N failed"; the exit status is non-zero
 # if anything failed.  ZKLOCK_KEEP_WORK=1 keeps the work directory even on
-# success (it is always kept on failure, for the logs).
+# success (it is always kept on failure, for the logs).  ZKLOCK_TAP=PATTERN
+# runs only the TAP tests whose file names match the shell glob PATTERN
+# (ZKLOCK_TAP=none: none), for a quicker round while developing.
 set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -171,7 +173,10 @@ else
 fi
 
 shopt -s nullglob
-TAP_TESTS=(test/t/*.pl)
+TAP_TESTS=()
+for t in test/t/${ZKLOCK_TAP:-*}.pl; do
+	[ -f "$t" ] && TAP_TESTS+=("$t")
+done
 shopt -u nullglob
 if [ ${#TAP_TESTS[@]} -gt 0 ]; then
 	say "TAP: ${TAP_TESTS[*]}"

@@ -5,8 +5,9 @@
 #     (locks are in use), and the restarted worker (about a second later)
 #     reattaches to the same session: zk_status().session_id is unchanged,
 #     L is still 'held' by the same node, B cannot take it, a transaction
-#     that held a lock over the restart commits, and after A's release B
-#     gets L.
+#     that held a lock over the restart commits, a waiter queued before the
+#     restart is granted when B releases, a request made while no worker
+#     runs is served by the next one, and after A's release B gets L.
 # (2) SIGKILL of the worker: the postmaster crash-restarts A (every backend
 #     killed, shared memory reinitialised).  The new worker reattaches to the
 #     previous session, found in the file zklock.session, only to close it:
@@ -118,6 +119,18 @@ $sx->query_safe('\set VERBOSITY verbose');
 is($sx->query_safe("BEGIN; SELECT zk_lock_acquire_xact('LX', '10s') > 0; INSERT INTO work VALUES ('over-worker-restart')"),
 	't', '(1) another session of A holds LX in an open transaction with a row inserted');
 
+# A third session of A waits for LW, which B holds, across the restart.
+my $sbw = bg_session($b);
+is($sbw->query_safe("SELECT zk_lock_acquire('LW', '10s') > 0"), 't', '(1) B holds LW');
+my $aw = bg_session($a);
+my $aw_pid = $aw->query_safe('SELECT pg_backend_pid()');
+$aw->query_until(qr/waiting\n/, "\\echo waiting\nSELECT 'granted', zk_lock_acquire('LW', '30s') > 0;\n");
+wait_until(sub {
+	$a->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE pid = $aw_pid AND state = 'waiting'") eq '1'
+	  && zk_ls($zk, '/zklock/LW') == 2
+}, 15, 'A waits for LW behind B');
+my $aw_node = $a->safe_psql('postgres', "SELECT znode FROM zk_locks WHERE pid = $aw_pid AND name = 'LW'");
+
 my $before = status($a);
 is($before->{state}, 'connected', '(1) A is connected');
 my $w1 = worker_pid_os($a);
@@ -140,6 +153,14 @@ if ($term_out ne 't' && kill(0, $w1))
 }
 my $t_old_gone;
 wait_until(sub { $t_old_gone = time; !kill(0, $w1) }, 15, 'the old worker exits');
+# While no worker runs: the session lives on in ZooKeeper, and a new
+# request waits for the next worker.
+my $an = bg_session($a);
+$an->query_until(qr/asking\n/, "\\echo asking\nSELECT 'granted', zk_lock_acquire('LN', '20s') > 0;\n");
+my $gap_worker = worker_pid_os($a);
+my $gap_kids = join(',', zk_ls($zk, $dir));
+my $gap_note = $gap_worker eq '' ? 'no worker running' : "a new worker, pid $gap_worker, had already started";
+is($gap_kids, base($znode), "(1) while the worker is away, A's node of L stays in ZooKeeper ($gap_note)");
 wait_until(sub { my $p = worker_pid($a); $p ne '' && $p ne $w1 }, 15, 'a new worker runs');
 my $w2 = worker_pid($a);
 isnt($w2, $w1, "(1) the worker was restarted (pid $w2)");
@@ -171,6 +192,29 @@ is($a->safe_psql('postgres', "SELECT count(*) FROM work WHERE tag = 'over-worker
 	'(1) its row is committed');
 $sx->quit;
 
+# The request made while no worker ran is served by the new worker.
+my ($an_out) = $an->query("SELECT 'sync'");
+like($an_out, qr/^granted\|t$/m, "(1) a request made between the workers ($gap_note) is granted")
+  or diag("request during the gap: $an_out $an->{stderr}");
+$an->query_safe("SELECT zk_lock_release('LN')");
+$an->quit;
+
+# The waiter queued before the restart is granted when B releases.
+is(join(',', sort(zk_ls($zk, '/zklock/LW'))) =~ /\Q${\ base($aw_node)}\E/ ? 1 : 0, 1,
+	'(1) the waiter\'s node survived the restart');
+is($a->safe_psql('postgres', "SELECT state FROM zk_locks WHERE pid = $aw_pid AND name = 'LW'"), 'waiting',
+	'(1) the waiter is still waiting after the restart');
+my $t_rel = time;
+$sbw->query_safe("SELECT zk_lock_release('LW')");
+my ($aw_out) = $aw->query("SELECT 'sync'");
+my $aw_wait = time - $t_rel;
+like($aw_out, qr/^granted\|t$/m, '(1) the waiter queued before the restart is granted after B\'s release')
+  or diag("waiter: $aw_out $aw->{stderr}");
+cmp_ok($aw_wait, '<', 5, sprintf('(1) ... at once (%.2f s), not by a timeout', $aw_wait));
+$aw->query_safe("SELECT zk_lock_release('LW')");
+$aw->quit;
+$sbw->quit;
+
 # A releases, B gets L.
 is($sa->query_safe("SELECT zk_lock_release('L')"), 't', '(1) A releases L');
 is($b->safe_psql('postgres', "SELECT zk_lock_acquire('L', '5s') > 0 AND zk_lock_release('L')"), 't',
@@ -178,6 +222,8 @@ is($b->safe_psql('postgres', "SELECT zk_lock_acquire('L', '5s') > 0 AND zk_lock_
 wait_until(sub { !zk_ls($zk, $dir) }, 10, 'L\'s directory empties');
 is(join(',', zk_ls($zk, $dir)), '', '(1) no node left for L');
 is(join(',', zk_ls($zk, '/zklock/LX')), '', '(1) no node left for LX');
+wait_until(sub { !zk_ls($zk, '/zklock/LW') && !zk_ls($zk, '/zklock/LN') }, 10, 'LW and LN empty');
+is(join(',', zk_ls($zk, '/zklock/LW'), zk_ls($zk, '/zklock/LN')), '', '(1) no node left for LW or LN');
 
 # ---------------------------------------------------------------------
 # (2) SIGKILL of the worker: crash restart.

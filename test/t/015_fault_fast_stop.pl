@@ -1,10 +1,11 @@
 # Fault: a holding cluster is shut down with `pg_ctl stop -m fast`.
 #
 # A holds L in session scope and L2 in an open transaction that inserted a
-# row; B waits for both (20 s timeouts).  The fast shutdown terminates A's
+# row, and waits for LB, which B holds; B waits for L and L2 (20 s timeouts).  The fast shutdown terminates A's
 # backends and the worker closes its ZooKeeper session after their releases:
 # both lock directories empty within 2 s of the stop request although the
-# session timeout is 30 s, and B gets both locks.  When A starts again the
+# session timeout is 30 s, and B gets both locks; A's waiting node of LB
+# goes as well.  When A starts again the
 # open transaction's row is not there, and no session of the previous run
 # is left to close (the clean shutdown removed zklock.session).
 use strict;
@@ -50,6 +51,18 @@ for my $name (qw(L L2))
 	is(zk_stat($zk, $a_node{$name})->{ephemeralOwner}, $old_session, "A's node of $name belongs to A's session");
 }
 
+# A also waits for LB, which B holds: the waiting node goes too.
+my $sbb = bg_session($b);
+is($sbb->query_safe("SELECT zk_lock_acquire('LB', '10s') > 0"), 't', 'B holds LB');
+my $b_lb_node = $b->safe_psql('postgres', "SELECT znode FROM zk_locks WHERE name = 'LB' AND state = 'held'");
+my $s3 = bg_session($a);
+my $s3_pid = $s3->query_safe('SELECT pg_backend_pid()');
+$s3->query_until(qr/waiting\n/, "\\echo waiting\nSELECT zk_lock_acquire('LB', '60s');\n");
+wait_until(sub {
+	$a->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE pid = $s3_pid AND state = 'waiting'") eq '1'
+	  && zk_ls($zk, '/zklock/LB') == 2
+}, 15, 'A queued for LB behind B');
+
 my %waiter;
 for my $name (qw(L L2))
 {
@@ -89,6 +102,9 @@ for my $name (qw(L L2))
 	  or diag_state('after the stop');
 }
 
+wait_until(sub { zk_ls($zk, '/zklock/LB') == 1 }, 10, "A's waiting node of LB leaves ZooKeeper");
+is(join(',', zk_ls($zk, '/zklock/LB')), base($b_lb_node), "A's waiting node of LB is gone; B's holder node stays");
+
 for my $name (qw(L L2))
 {
 	my $s = $waiter{$name}{s};
@@ -109,7 +125,9 @@ my $log = slurp_file($a->logfile, $log_offset);
 like($log, qr/zklock worker shutting down; closing ZooKeeper session/, 'A\'s worker closed its session at shutdown');
 ok(!-e $a->data_dir . '/zklock.session', 'the clean shutdown removed zklock.session');
 
-eval { $_->quit; 1 } for ($s1, $s2);
+eval { $_->quit; 1 } for ($s1, $s2, $s3);
+$sbb->query_safe("SELECT zk_lock_release('LB')");
+$sbb->quit;
 
 # A starts again: nothing of the previous run is left to close or commit.
 $log_offset = -s $a->logfile;
@@ -130,7 +148,7 @@ for my $name (qw(L L2))
 }
 is($a->safe_psql('postgres', "SELECT zk_lock_acquire('L', '5s') > 0 AND zk_lock_acquire('L2', '5s') > 0 AND zk_lock_release('L') AND zk_lock_release('L2')"),
 	't', 'A takes both locks again after B released them');
-for my $name (qw(L L2))
+for my $name (qw(L L2 LB))
 {
 	wait_until(sub { !zk_ls($zk, "/zklock/$name") }, 10, "the directory of $name empties");
 	is(join(',', zk_ls($zk, "/zklock/$name")), '', "no orphan node left for $name");

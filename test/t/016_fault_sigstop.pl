@@ -12,6 +12,10 @@
 #  - H3 holds L3 in session scope and runs a long statement: with
 #    zklock.on_lock_lost = cancel (the default) the statement is cancelled
 #    after the thaw, and its next zklock call reports the loss (ZK002).
+#  - H4 holds L4 in an open transaction with a row inserted and sends its
+#    COMMIT 1.5 s before the thaw: the COMMIT is still waiting for proof
+#    when the worker wakes up, and fails with ZK002; the row is not
+#    committed.
 #  - Meanwhile B's waiters (20 s timeouts) get all three locks while A is
 #    still frozen: ZooKeeper expired A's session, so that is right.
 # Afterwards the losses are reported once, A can take the locks again, and
@@ -115,6 +119,7 @@ sub holder
 my ($h1, $h1_pid) = holder("BEGIN; SELECT zk_lock_acquire_xact('L1', '10s') > 0; INSERT INTO work VALUES ('h1')");
 my ($h2, $h2_pid) = holder("BEGIN; SELECT zk_lock_acquire_xact('L2', '10s') > 0; INSERT INTO work VALUES ('h2')");
 my ($h3, $h3_pid) = holder("SELECT zk_lock_acquire('L3', '10s') > 0");
+my ($h4, $h4_pid) = holder("BEGIN; SELECT zk_lock_acquire_xact('L4', '10s') > 0; INSERT INTO work VALUES ('h4')");
 my $old_session = $a->safe_psql('postgres', 'SELECT session_id FROM zk_status()');
 
 my %waiter;
@@ -178,6 +183,13 @@ for my $name (qw(L1 L2 L3))
 	  or diag_state($name);
 }
 
+# H4 sends its COMMIT 1.5 s before the thaw: it is still waiting for proof
+# when the worker wakes up and finds its session expired.
+sleep(6.5 - (time - $t_stop)) if time - $t_stop < 6.5;
+my $t_h4 = time;
+$h4->query_until(qr/committing\n/, "\\echo committing\nCOMMIT;\n");
+ok(proc_state($wpid) eq 'T', sprintf('H4: COMMIT sent while the worker is frozen (%.1f s into the freeze)', $t_h4 - $t_stop));
+
 # The freeze lasts 8 s in all.
 sleep(8 - (time - $t_stop)) if time - $t_stop < 8;
 my $log_offset = -s $a->logfile;
@@ -219,6 +231,14 @@ like($h3->{stderr}, qr/WARNING:  55P03: you don't own a ZooKeeper lock named "L3
 unlike($h3->{stderr}, qr/ZK002/, 'H3: ... and no second ZK002');
 $h3->{stderr} = '';
 
+# H4: the COMMIT that was waiting across the thaw fails with ZK002.
+my ($h4_out, $h4_err) = collect($h4);
+my $h4_took = time - $t_h4;
+like($h4_err, qr/ZK002: (ZooKeeper lock "L4" was lost|could not confirm the ZooKeeper session before commit)/,
+	'H4: the COMMIT waiting across the thaw fails with ZK002');
+note("H4's COMMIT failed after ${\ sprintf('%.1f', $h4_took)} s with: " . (($h4_err =~ /(ZK002: [^\n]*)/)[0] // $h4_err));
+is(committed('h4'), '0', 'H4: the row is not committed');
+
 # H2: the COMMIT after the thaw fails with ZK002 (lost).
 $h2->query('COMMIT');
 like($h2->{stderr}, qr/ZK002: ZooKeeper lock "L2" was lost/, 'H2: COMMIT after the thaw fails with ZK002 (lost)');
@@ -227,7 +247,7 @@ is(committed('h2'), '0', 'H2: the row is not committed');
 is(lock_state($a, $h2_pid, 'L2'), 'none', 'H2: the loss was reported and L2 forgotten');
 
 # Reported once: the next transactions commit.
-for my $pair ([ $h1, 'h1-after' ], [ $h2, 'h2-after' ], [ $h3, 'h3-after' ])
+for my $pair ([ $h1, 'h1-after' ], [ $h2, 'h2-after' ], [ $h3, 'h3-after' ], [ $h4, 'h4-after' ])
 {
 	my ($s, $tag) = @$pair;
 	$s->query("BEGIN; INSERT INTO work VALUES ('$tag'); COMMIT");
@@ -238,6 +258,10 @@ for my $pair ([ $h1, 'h1-after' ], [ $h2, 'h2-after' ], [ $h3, 'h3-after' ])
 wait_until(sub { $a->safe_psql('postgres', 'SELECT state FROM zk_status()') eq 'connected' }, 15,
 	'A is connected again');
 isnt($a->safe_psql('postgres', 'SELECT session_id FROM zk_status()'), $old_session, 'A runs a new ZooKeeper session');
+# An expiry is not a crash restart: there is no previous incarnation whose
+# session the new one should try to close.
+unlike(slurp_file($a->logfile, $log_offset), qr/previous server incarnation/,
+	'after the expiry the worker opens a new session without treating the expired one as a previous incarnation\'s');
 
 # B releases; A can take every lock again.
 for my $name (qw(L1 L2 L3))
@@ -248,9 +272,10 @@ for my $name (qw(L1 L2 L3))
 is($h1->query_safe("SELECT zk_lock_acquire('L1', '5s') > 0 AND zk_lock_release('L1')"), 't', 'H1 takes L1 again');
 is($h2->query_safe("SELECT zk_lock_acquire('L2', '5s') > 0 AND zk_lock_release('L2')"), 't', 'H2 takes L2 again');
 is($h3->query_safe("SELECT zk_lock_acquire('L3', '5s') > 0 AND zk_lock_release('L3')"), 't', 'H3 takes L3 again');
-$_->quit for ($h1, $h2, $h3);
+is($h4->query_safe("SELECT zk_lock_acquire('L4', '5s') > 0 AND zk_lock_release('L4')"), 't', 'H4 takes L4 again');
+$_->quit for ($h1, $h2, $h3, $h4);
 
-for my $name (qw(L1 L2 L3))
+for my $name (qw(L1 L2 L3 L4))
 {
 	wait_until(sub { !zk_ls($zk, "/zklock/$name") }, 10, "the directory of $name empties");
 	is(join(',', zk_ls($zk, "/zklock/$name")), '', "no orphan node left for $name");

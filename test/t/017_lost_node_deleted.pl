@@ -9,6 +9,14 @@
 #  (2) S holds L2 in session scope and runs a long statement.  After the
 #      deletion the statement is cancelled (zklock.on_lock_lost = cancel),
 #      the next statement's commit reports the loss (ZK002), once.
+#  (3) W in A waits for L3 right behind B's holder SB, and an operator
+#      deletes W's waiting node.  W watches its own node, so it queues again
+#      at once with a new node, and SC in B queues after it.  When SB
+#      releases, W is granted, then SC: W never acts as a holder on the
+#      strength of a node it no longer has.  W takes the lock and inserts a
+#      row in one autocommit statement, so the grants show in what commits.
+#  (4) The same deletion when W2's predecessor is another waiter, which then
+#      times out: W2 queues again and is granted only after SB releases.
 # A's ZooKeeper session is untouched throughout; no node is left at the end.
 use strict;
 use warnings FATAL => 'all';
@@ -131,18 +139,111 @@ is($s->query_safe("SELECT zk_lock_release('L2')"), 't', '(2) S releases L2');
 
 # The session was not harmed by any of this.
 my $after = status();
-is($after->{state}, 'connected', 'A is connected');
-is($after->{session_id}, $before->{session_id}, 'A kept its ZooKeeper session');
-is($after->{lost}, $before->{lost} + 2, 'zk_status counts two lost locks');
+is($after->{state}, 'connected', '(2) A is connected');
+is($after->{session_id}, $before->{session_id}, '(2) A kept its ZooKeeper session');
+is($after->{lost}, $before->{lost} + 2, '(2) zk_status counts two lost locks');
+
+# ---------------------------------------------------------------------
+# (3) A's *waiting* node is deleted while its predecessor is the holder.
+# ---------------------------------------------------------------------
+# W in A waits behind SB (B) for L3; an operator deletes W's node.  W
+# watches its own node, so it queues again at once with a new node; SC (B)
+# queues after that.  If W acted on SB's release without its node (the
+# handoff needs no re-read), it would hold L3 beside the real lowest node:
+# W's statement takes the lock and inserts a row in one autocommit
+# transaction, so the order of grants shows in what was committed.
+my $sb3 = bg_session($b);
+is($sb3->query_safe("SELECT zk_lock_acquire('L3', '10s') > 0"), 't', '(3) SB (B) holds L3');
+my $sb3_node = $b->safe_psql('postgres', "SELECT znode FROM zk_locks WHERE name = 'L3' AND state = 'held'");
+my $w = bg_session($a);
+$w->query_safe('\set VERBOSITY verbose');
+my $w_pid = $w->query_safe('SELECT pg_backend_pid()');
+$w->query_until(qr/waiting\n/,
+	"\\echo waiting\nINSERT INTO work SELECT 'w-under-L3' FROM (SELECT zk_lock_acquire_xact('L3', '20s')) x;\n");
+my $w_node = '';
+wait_until(sub {
+	$w_node = $a->safe_psql('postgres', "SELECT coalesce(znode, '') FROM zk_locks WHERE pid = $w_pid AND name = 'L3' AND state = 'waiting'");
+	$w_node ne '' && zk_ls($zk, '/zklock/L3') == 2
+}, 10, 'W queued behind SB');
+ok(zk_delete($zk, $w_node), '(3) an operator deletes W\'s waiting node');
+my $w_new = '';
+wait_until(sub {
+	$w_new = $a->safe_psql('postgres', "SELECT coalesce(znode, '') FROM zk_locks WHERE pid = $w_pid AND name = 'L3' AND state = 'waiting'");
+	$w_new ne '' && $w_new ne $w_node
+}, 10, 'W queues again');
+isnt($w_new, $w_node, '(3) W queued again with a new node while SB still holds L3');
+is(join(',', sort(zk_ls($zk, '/zklock/L3'))), join(',', sort(base($sb3_node), base($w_new))),
+	'(3) ZooKeeper holds SB\'s node and W\'s new one, nothing else');
+my $sc = bg_session($b);
+my $sc_pid = $sc->query_safe('SELECT pg_backend_pid()');
+$sc->query_until(qr/waiting\n/,
+	"\\echo waiting\nSELECT 'granted', zk_lock_acquire('L3', '20s') > 0;\n");
+wait_until(sub { $b->safe_psql('postgres', "SELECT state FROM zk_locks WHERE pid = $sc_pid AND name = 'L3'") eq 'waiting' },
+	10, 'SC queued behind W');
+is(committed('w-under-L3'), '0', '(3) W has not committed while SB holds L3');
+is($sb3->query_safe("SELECT zk_lock_release('L3')"), 't', '(3) SB releases L3');
+$w->query("SELECT 'sync'");
+is($w->{stderr}, '', '(3) W, now the lowest node, is granted L3 and its statement completes');
+$w->{stderr} = '';
+is(committed('w-under-L3'), '1', '(3) ... and commits under it');
+my ($sc_out) = $sc->query("SELECT 'sync'");
+like($sc_out, qr/^granted\|t$/m, '(3) SC is granted L3 after W\'s transaction ended');
+is($sc->query_safe("SELECT zk_lock_release('L3')"), 't', '(3) SC releases L3');
+$sb3->quit;
+$sc->quit;
+$w->quit;
+
+# ---------------------------------------------------------------------
+# (4) A's waiting node is deleted while its predecessor is another waiter.
+# ---------------------------------------------------------------------
+# SB (B) holds L4; SX (B) waits with a 2 s timeout; W2 (A) waits behind SX.
+# An operator deletes W2's node; W2 queues again, SX times out, and W2 is
+# granted only after SB releases.
+my $sb4 = bg_session($b);
+is($sb4->query_safe("SELECT zk_lock_acquire('L4', '10s') > 0"), 't', '(4) SB holds L4');
+my $sx = bg_session($b);
+my $sx_pid = $sx->query_safe('SELECT pg_backend_pid()');
+$sx->query_until(qr/waiting\n/, "\\echo waiting\nSELECT zk_lock_acquire('L4', '3s');\n");
+wait_until(sub { zk_ls($zk, '/zklock/L4') == 2 }, 10, 'SX queued behind SB');
+my $w2 = bg_session($a);
+$w2->query_safe('\set VERBOSITY verbose');
+my $w2_pid = $w2->query_safe('SELECT pg_backend_pid()');
+$w2->query_until(qr/waiting\n/,
+	"\\echo waiting\nINSERT INTO work SELECT 'w2-under-L4' FROM (SELECT zk_lock_acquire_xact('L4', '20s')) x;\n");
+my $w2_node = '';
+wait_until(sub {
+	$w2_node = $a->safe_psql('postgres', "SELECT coalesce(znode, '') FROM zk_locks WHERE pid = $w2_pid AND name = 'L4' AND state = 'waiting'");
+	$w2_node ne '' && zk_ls($zk, '/zklock/L4') == 3
+}, 10, 'W2 queued behind SX');
+ok(zk_delete($zk, $w2_node), '(4) an operator deletes W2\'s waiting node');
+$sx->query("SELECT 'sync'");
+like($sx->{stderr}, qr/could not obtain ZooKeeper lock "L4"/, '(4) SX times out');
+$sx->quit;
+my $w2_new = '';
+wait_until(sub {
+	$w2_new = $a->safe_psql('postgres', "SELECT coalesce(znode, '') FROM zk_locks WHERE pid = $w2_pid AND name = 'L4' AND state = 'waiting'");
+	$w2_new ne '' && $w2_new ne $w2_node
+}, 10, 'W2 queues again');
+isnt($w2_new, $w2_node, '(4) W2 queued again with a new node');
+ok(scalar(grep { $_ eq base($w2_new) } zk_ls($zk, '/zklock/L4')), '(4) ... which ZooKeeper has');
+is(committed('w2-under-L4'), '0', '(4) W2 has not committed while SB holds L4');
+is($sb4->query_safe("SELECT zk_lock_release('L4')"), 't', '(4) SB releases L4');
+$w2->query("SELECT 'sync'");
+is($w2->{stderr}, '', '(4) W2 is granted L4 after SB\'s release');
+$w2->{stderr} = '';
+is(committed('w2-under-L4'), '1', '(4) ... and commits under it');
+$sb4->quit;
+$w2->quit;
 
 $h->quit;
 $s->quit;
-for my $name (qw(L L2))
+for my $name (qw(L L2 L3 L4))
 {
 	wait_until(sub { !zk_ls($zk, "/zklock/$name") }, 10, "the directory of $name empties");
 	is(join(',', zk_ls($zk, "/zklock/$name")), '', "no orphan node left for $name");
 }
 is($a->safe_psql('postgres', 'SELECT count(*) FROM zk_locks') . $b->safe_psql('postgres', 'SELECT count(*) FROM zk_locks'),
 	'00', 'no lock entry left in A or B');
+is(status()->{session_id}, $before->{session_id}, 'A kept its ZooKeeper session throughout');
 
 done_testing();

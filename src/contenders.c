@@ -1,0 +1,226 @@
+/*-------------------------------------------------------------------------
+ *
+ * contenders.c
+ *		zk_lock_contenders(): every contender for one lock, from every
+ *		client (zklock clusters, Curator, kazoo), in queue order, with the
+ *		holder's description from the node data.
+ *
+ * Backends never talk to ZooKeeper: the worker reads the directory and
+ * each child's data into a dynamic shared memory segment that the backend
+ * creates, sized by a guess and made larger when the reply did not fit.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "common/jsonapi.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "storage/dsm.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+
+#include "backend.h"
+
+/* One child of the directory, as the worker read it. */
+typedef struct zkl_contender
+{
+	int64		seq;
+	bool		shared;
+	int64		czxid;
+	char	   *node;
+	char	   *data;
+	int			data_len;
+	Datum		holder;			/* zklock's JSON as jsonb, or 0 */
+	char	   *owner;			/* "<system identifier>:<pid>" of a zklock node */
+} zkl_contender;
+
+static int
+zkl_cmp_contenders(const void *a, const void *b)
+{
+	const zkl_contender *x = a;
+	const zkl_contender *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq ? 1 : 0;
+}
+
+/* Our own description is JSON with the cluster's system identifier. */
+static bool
+zkl_is_zklock_json(const char *data, int len)
+{
+	JsonLexContext *lex;
+
+	if (len == 0 || data[0] != '{' || strstr(data, "\"system_identifier\"") == NULL)
+		return false;
+	lex = makeJsonLexContextCstringLen((char *) data, len, GetDatabaseEncoding(), false);
+	return pg_parse_json(lex, &nullSemAction) == JSON_SUCCESS;
+}
+
+/* A text field of our JSON description, or NULL. */
+static char *
+zkl_holder_field(Datum holder, const char *key)
+{
+	Jsonb	   *jb = DatumGetJsonbP(holder);
+	JsonbValue	v;
+
+	if (!getKeyJsonValueFromContainer(&jb->root, key, strlen(key), &v))
+		return NULL;
+	if (v.type == jbvString)
+		return pnstrdup(v.val.string.val, v.val.string.len);
+	if (v.type == jbvNumeric)
+		return DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric)));
+	return NULL;
+}
+
+/*
+ * Whether c is held: an exclusive node waits for every earlier node, a
+ * shared one for every earlier exclusive one, except the nodes of its own
+ * backend (zklock never waits on itself; peers' nodes have no owner here).
+ */
+static bool
+zkl_contender_held(zkl_contender *all, int i)
+{
+	for (int j = 0; j < i; j++)
+	{
+		if (all[i].shared && all[j].shared)
+			continue;
+		if (all[i].owner && all[j].owner && strcmp(all[i].owner, all[j].owner) == 0)
+			continue;
+		return false;
+	}
+	return true;
+}
+
+static const char *
+zkl_client_of(const zkl_contender *c, bool is_zklock)
+{
+	if (is_zklock)
+		return "zklock";
+	if (strstr(c->node, "__lock__") || strstr(c->node, "__rlock__"))
+		return "kazoo";
+	if (strncmp(c->node, "_c_", 3) == 0)
+		return "curator";
+	return "other";
+}
+
+/* Raw data as text: as it is when valid in the database encoding, else hex. */
+static text *
+zkl_data_text(const char *data, int len)
+{
+	StringInfoData buf;
+
+	if (pg_verifymbstr(data, len, true))
+		return cstring_to_text_with_len(data, len);
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "\\x");
+	for (int i = 0; i < len; i++)
+		appendStringInfo(&buf, "%02x", (unsigned char) data[i]);
+	return cstring_to_text(buf.data);
+}
+
+/* Ask the worker, growing the segment until the reply fits. */
+static dsm_segment *
+zkl_fetch_directory(const char *name)
+{
+	Size		capacity = 64 * 1024;
+
+	for (int attempt = 0;; attempt++)
+	{
+		dsm_segment *seg = dsm_create(MAXALIGN(sizeof(zkl_inspect_reply)) + capacity, 0);
+		zkl_inspect_reply *reply = dsm_segment_address(seg);
+
+		reply->capacity = capacity;
+		reply->needed = 0;
+		reply->nchildren = 0;
+		zkl_read_directory(name, dsm_segment_handle(seg));
+		if (reply->needed <= capacity)
+			return seg;
+		if (attempt == 3)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("could not read the contenders of ZooKeeper lock \"%s\"", name),
+					 errdetail("The lock directory kept growing while it was read.")));
+		capacity = reply->needed + reply->needed / 4;
+		dsm_detach(seg);
+	}
+}
+
+void
+zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char		key[ZKL_MAX_NAME_LEN + 1];
+	char	   *dir;
+	dsm_segment *seg;
+	zkl_inspect_reply *reply;
+	char	   *p;
+	zkl_contender *all;
+	int			n = 0;
+
+	zkl_require_shmem();
+	zkl_name_key(name, key);
+	dir = zkl_lock_dir(key, strlen(key));
+	InitMaterializedSRF(fcinfo, 0);
+
+	seg = zkl_fetch_directory(key);
+	reply = dsm_segment_address(seg);
+	all = palloc(sizeof(zkl_contender) * Max(reply->nchildren, 1));
+	p = (char *) reply + MAXALIGN(sizeof(zkl_inspect_reply));
+	for (int i = 0; i < reply->nchildren; i++)
+	{
+		zkl_inspect_entry *e = (zkl_inspect_entry *) p;
+		zkl_contender *c = &all[n];
+
+		c->node = pnstrdup(p + sizeof(zkl_inspect_entry), e->name_len);
+		c->data = pnstrdup(p + sizeof(zkl_inspect_entry) + e->name_len, e->data_len);
+		c->data_len = e->data_len;
+		c->czxid = e->czxid;
+		c->seq = zkl_parse_contender(c->node, &c->shared);
+		c->holder = (Datum) 0;
+		c->owner = NULL;
+		if (zkl_is_zklock_json(c->data, c->data_len))
+		{
+			char	   *sysid;
+			char	   *pid;
+
+			c->holder = DirectFunctionCall1(jsonb_in, CStringGetDatum(c->data));
+			sysid = zkl_holder_field(c->holder, "system_identifier");
+			pid = zkl_holder_field(c->holder, "pid");
+			if (sysid && pid)
+				c->owner = psprintf("%s:%s", sysid, pid);
+		}
+		p += MAXALIGN(sizeof(zkl_inspect_entry) + e->name_len + e->data_len);
+		/* Children of no lock layout we know are not contenders. */
+		if (c->seq >= 0)
+			n++;
+	}
+	dsm_detach(seg);
+
+	qsort(all, n, sizeof(zkl_contender), zkl_cmp_contenders);
+	for (int i = 0; i < n; i++)
+	{
+		zkl_contender *c = &all[i];
+		bool		is_zklock = c->holder != (Datum) 0;
+		bool		held = zkl_contender_held(all, i);
+		Datum		values[8];
+		bool		nulls[8] = {0};
+
+		values[0] = Int32GetDatum(i + 1);
+		values[1] = CStringGetTextDatum(c->shared ? "shared" : "exclusive");
+		values[2] = CStringGetTextDatum(held ? "held" : "waiting");
+		values[3] = CStringGetTextDatum(psprintf("%s/%s", dir, c->node));
+		values[4] = Int64GetDatum(c->czxid);
+		values[5] = CStringGetTextDatum(zkl_client_of(c, is_zklock));
+		if (is_zklock)
+		{
+			values[6] = c->holder;
+			nulls[7] = true;
+		}
+		else
+		{
+			nulls[6] = true;
+			values[7] = PointerGetDatum(zkl_data_text(c->data, c->data_len));
+		}
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+}
