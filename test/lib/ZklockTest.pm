@@ -542,7 +542,8 @@ command at a time over their stdin and stdout, for the interop tests.
 Start @cmd as a line-protocol peer (one reply line per command line).
 Returns an object with ->cmd($line, $timeout_s) (the reply, chomped; the
 wait defaults to 60 s, and a peer that dies or stays silent fails the test
-script), ->quit (the C<quit> command, then TERM and KILL if it does not
+script), ->send($line) and ->reply($timeout_s) (the same in two steps, for
+a command that blocks until the test does something else), ->quit (the C<quit> command, then TERM and KILL if it does not
 exit) and ->alive.  Each command and reply is noted in the test's output
 unless ->{quiet} is set (C<< local $peer->{quiet} = 1 >> while polling).
 The peer is killed at exit if still running.
@@ -625,11 +626,33 @@ sub alive
 sub cmd
 {
 	my ($self, $line, $timeout) = @_;
+	$self->send($line);
+	return $self->reply($timeout);
+}
+
+# Send one command without waiting for its reply (for a blocking acquire
+# that something else must end); ->reply collects it.
+sub send
+{
+	my ($self, $line) = @_;
+	croak "$self->{name} peer is not running" if $self->{done};
+	croak "$self->{name} peer: '$self->{pending}' not answered yet"
+	  if defined $self->{pending};
+	${ $self->{in} } .= "$line\n";
+	$self->{pending} = $line;
+	# Hand the line to the peer now; a peer that died shows in ->reply.
+	eval { $self->{run}->pump_nb; 1 };
+	return;
+}
+
+sub reply
+{
+	my ($self, $timeout) = @_;
 	my $h = $self->{run};
 	my $out = $self->{out};
-	croak "$self->{name} peer is not running" if $self->{done};
+	my $line = delete $self->{pending};
+	croak "$self->{name} peer: no command sent" unless defined $line;
 
-	${ $self->{in} } .= "$line\n";
 	$self->{timer}->start($timeout // 60);
 	$h->pump while $$out !~ /\n/ && $h->pumpable && !$self->{timer}->is_expired;
 	$self->{timer}->reset;
