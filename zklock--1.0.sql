@@ -134,7 +134,10 @@ CREATE FUNCTION zk_status(
 	OUT zk_requests bigint,
 	OUT watch_events bigint,
 	OUT slots_used integer,
-	OUT slots_total integer)
+	OUT slots_total integer,
+	OUT release_requests bigint,
+	OUT handoffs bigint,
+	OUT handoff_requests bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zk_status'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;

@@ -327,6 +327,15 @@ zkl_ms_until(TimestampTz deadline, TimestampTz now)
 	return (long) ((deadline - now + 999) / 1000);
 }
 
+/* zklock.max_locks_per_backend; by default it grows with zklock.max_locks. */
+static int
+zkl_backend_cap(void)
+{
+	if (zkl_max_locks_per_backend >= 0)
+		return zkl_max_locks_per_backend;
+	return Max(64, zkl_max_locks / 10);
+}
+
 /*
  * Find a free slot.  Returns with zkl_shared->lock held exclusively; the
  * caller fills the slot in and queues it.
@@ -469,12 +478,12 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 		return true;
 	}
 
-	if (hash_get_num_entries(zkl_locks) >= zkl_max_locks_per_backend)
+	if (hash_get_num_entries(zkl_locks) >= zkl_backend_cap())
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("too many ZooKeeper locks held by this session"),
 				 errdetail("This session already uses %ld of its %d lock slots.",
-						   hash_get_num_entries(zkl_locks), zkl_max_locks_per_backend),
+						   hash_get_num_entries(zkl_locks), zkl_backend_cap()),
 				 errhint("Release some locks, or raise zklock.max_locks_per_backend.")));
 
 	zkl_describe_holder(data, shared, xact, start);

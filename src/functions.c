@@ -359,8 +359,8 @@ Datum
 zk_status(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[15];
-	bool		nulls[15] = {0};
+	Datum		values[18];
+	bool		nulls[18] = {0};
 	int			used = 0;
 	zkl_shared_state *s;
 
@@ -395,6 +395,9 @@ zk_status(PG_FUNCTION_ARGS)
 	values[12] = Int64GetDatum((int64) s->n_watch_events);
 	values[13] = Int32GetDatum(used);
 	values[14] = Int32GetDatum(s->nslots);
+	values[15] = Int64GetDatum((int64) s->n_release_requests);
+	values[16] = Int64GetDatum((int64) s->n_handoffs);
+	values[17] = Int64GetDatum((int64) s->n_handoff_requests);
 	LWLockRelease(s->lock);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

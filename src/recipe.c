@@ -113,7 +113,7 @@ zkl_acl(void)
 static void
 zkl_check_sent(int slotno, int rc)
 {
-	zkl_count_request();
+	zkl_count_request(slotno);
 	if (rc != ZOK)
 	{
 		zkl_works[slotno].retry = true;
@@ -137,6 +137,7 @@ zkl_free_slot(int slotno)
 	work->retry = false;
 	work->fail_rc = 0;
 	work->parent_attempts = 0;
+	work->waited = work->handoff = false;
 	zkl_inspect_free(work);
 }
 
@@ -229,11 +230,15 @@ zkl_grant(int slotno, zkl_slot *slot)
 		slot->state = ZKL_SLOT_HELD;
 		slot->granted_at = GetCurrentTimestamp();
 		zkl_shared->n_acquired++;
+		if (zkl_works[slotno].waited)
+			zkl_shared->n_handoffs++;
 		zkl_wake_backend(slot);
 	}
 	LWLockRelease(zkl_shared->lock);
 
 	zkl_works[slotno].phase = ZKL_PH_HELD;
+	zkl_works[slotno].handoff = false;
+	zkl_works[slotno].waited = false;
 	if (!wanted)
 		zkl_send_delete(slotno, slot);
 	else
@@ -249,6 +254,7 @@ zkl_requeue(int slotno, zkl_slot *slot)
 	work->opgen++;
 	work->phase = ZKL_PH_IDLE;
 	work->retry = false;
+	work->handoff = false;
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	slot->node[0] = '\0';
 	LWLockRelease(zkl_shared->lock);
@@ -533,6 +539,8 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 	}
 
 	work->phase = ZKL_PH_WATCHING;
+	work->waited = true;
+	work->handoff = false;
 	work->pred_was_last = (blockers == 1);
 	strlcpy(work->pred, pred, sizeof(work->pred));
 	path = zkl_child_path(slot, pred);
@@ -550,6 +558,7 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 static void
 zkl_predecessor_gone(int slotno, zkl_slot *slot)
 {
+	zkl_works[slotno].handoff = true;
 	if (zkl_works[slotno].pred_was_last)
 		zkl_grant(slotno, slot);
 	else
@@ -979,6 +988,7 @@ zkl_session_lost(void)
 		work->retry = false;
 		work->fail_rc = 0;
 		work->parent_attempts = 0;
+		work->waited = work->handoff = false;
 		zkl_inspect_free(work);
 		if (free_it)
 			zkl_free_slot(i);

@@ -222,10 +222,14 @@ zkl_ctx(zkl_event_kind kind, int slotno)
 }
 
 void
-zkl_count_request(void)
+zkl_count_request(int slotno)
 {
-	/* Counter only; a torn read by zk_status() is harmless. */
+	/* Counters only; a torn read by zk_status() is harmless. */
 	zkl_shared->n_requests++;
+	if (zkl_works[slotno].phase == ZKL_PH_DELETING)
+		zkl_shared->n_release_requests++;
+	if (zkl_works[slotno].handoff)
+		zkl_shared->n_handoff_requests++;
 }
 
 void

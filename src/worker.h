@@ -73,6 +73,8 @@ typedef struct zkl_work
 	bool		retry;			/* last request hit a connection loss */
 	bool		pending;		/* in the worker's to-do list */
 	bool		pred_was_last;	/* the predecessor was the only node we wait for */
+	bool		waited;			/* watched a predecessor since the create */
+	bool		handoff;		/* the predecessor went; not yet granted */
 	uint32		own_watch_gen;	/* opgen for which our node's watch is set */
 	int			parent_attempts;
 	int			fail_rc;		/* failure to report once our node is deleted */
@@ -92,7 +94,7 @@ extern void zkl_void_string_done(int rc, const char *value, const void *data);
 extern void zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat, const void *data);
 extern void zkl_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 extern void zkl_mark_pending(int slotno);
-extern void zkl_count_request(void);
+extern void zkl_count_request(int slotno);
 
 /* recipe.c */
 extern void zkl_dispatch(int slotno, bool connected);

@@ -24,7 +24,7 @@ char	   *zkl_root = NULL;
 int			zkl_session_timeout = 10000;
 int			zkl_connect_timeout = 10000;
 int			zkl_max_locks = 1024;
-int			zkl_max_locks_per_backend = 64;
+int			zkl_max_locks_per_backend = -1;
 char	   *zkl_auth = NULL;
 int			zkl_on_lock_lost = ZKL_ON_LOST_CANCEL;
 int			zkl_exclusive_layout_setting = ZKL_LAYOUT_MUTEX;
@@ -142,9 +142,9 @@ _PG_init(void)
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("zklock.max_locks_per_backend",
 							"Number of slots one backend may use at once.",
-							NULL,
+							"-1 means a tenth of zklock.max_locks, but at least 64.",
 							&zkl_max_locks_per_backend,
-							64, 1, 1000000,
+							-1, -1, 1000000,
 							PGC_SUSET,
 							0,
 							NULL, NULL, NULL);

@@ -122,6 +122,10 @@ typedef struct zkl_shared_state
 	uint64		n_lost;
 	uint64		n_requests;		/* ZooKeeper requests sent */
 	uint64		n_watch_events;	/* predecessor watches that fired */
+	uint64		n_release_requests; /* of n_requests: deletes of our nodes */
+	uint64		n_handoffs;		/* grants to a request that had to wait */
+	uint64		n_handoff_requests; /* requests between a predecessor's
+									 * deletion and the grant */
 	int			nslots;
 	int			queue_head;		/* ring of slot indexes for the worker */
 	int			queue_len;
