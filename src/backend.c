@@ -337,23 +337,70 @@ zkl_backend_cap(void)
 }
 
 /*
- * Find a free slot.  Returns with zkl_shared->lock held exclusively; the
- * caller fills the slot in and queues it.
+ * Find a free slot and fill in what every request has.  Returns with
+ * zkl_shared->lock held exclusively; the caller adds its own fields and
+ * calls zkl_submit_slot.
  */
 static int
-zkl_claim_slot(void)
+zkl_claim_slot(const char *name, const char *dir, TimestampTz start)
 {
+	zkl_slot   *slot = NULL;
+	int			slotno;
+
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < zkl_shared->nslots; i++)
-		if (zkl_shared->slots[i].state == ZKL_SLOT_FREE)
-			return i;
+	for (slotno = 0; slotno < zkl_shared->nslots; slotno++)
+	{
+		if (zkl_shared->slots[slotno].state == ZKL_SLOT_FREE)
+		{
+			slot = &zkl_shared->slots[slotno];
+			break;
+		}
+	}
+	if (slot == NULL)
+	{
+		LWLockRelease(zkl_shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("out of zklock lock slots"),
+				 errdetail("All %d slots of this cluster are in use.", zkl_shared->nslots),
+				 errhint("Raise zklock.max_locks (this requires a restart).")));
+	}
+	slot->state = ZKL_SLOT_WAITING;
+	slot->wanted = true;
+	slot->try_only = false;
+	slot->commit_waiting = false;
+	slot->inspect = false;
+	slot->kind = ZKL_NODE_READ;
+	slot->sibling_slotno = -1;
+	slot->pid = MyProcPid;
+	slot->procno = MyProc->pgprocno;
+	slot->dbid = MyDatabaseId;
+	slot->userid = GetUserId();
+	slot->session_count = slot->xact_count = 0;
+	slot->zk_rc = 0;
+	slot->token = 0;
+	slot->requested_at = start;
+	slot->granted_at = 0;
+	slot->node[0] = '\0';
+	slot->data[0] = '\0';
+	slot->uuid[0] = '\0';
+	strlcpy(slot->name, name, sizeof(slot->name));
+	strlcpy(slot->dir, dir, sizeof(slot->dir));
+	return slotno;
+}
+
+/* Hand a claimed slot to the worker; this backend now waits for it. */
+static uint32
+zkl_submit_slot(int slotno)
+{
+	uint32		generation = zkl_shared->slots[slotno].generation;
+
+	zkl_queue_push(slotno);
 	LWLockRelease(zkl_shared->lock);
-	ereport(ERROR,
-			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-			 errmsg("out of zklock lock slots"),
-			 errdetail("All %d slots of this cluster are in use.", zkl_shared->nslots),
-			 errhint("Raise zklock.max_locks (this requires a restart).")));
-	return -1;					/* keep compiler quiet */
+	zkl_wake_worker();
+	zkl_wait_slotno = slotno;
+	zkl_wait_generation = generation;
+	return generation;
 }
 
 /*
@@ -369,35 +416,11 @@ zkl_read_directory(const char *name, dsm_handle reply)
 	TimestampTz start = GetCurrentTimestamp();
 
 	zkl_require_shmem();
-	slotno = zkl_claim_slot();
+	slotno = zkl_claim_slot(name, zkl_lock_dir(name, strlen(name)), start);
 	slot = &zkl_shared->slots[slotno];
-	slot->state = ZKL_SLOT_WAITING;
-	slot->wanted = true;
 	slot->inspect = true;
 	slot->reply_handle = reply;
-	slot->try_only = false;
-	slot->commit_waiting = false;
-	slot->kind = ZKL_NODE_READ;
-	slot->sibling_slotno = -1;
-	slot->pid = MyProcPid;
-	slot->procno = MyProc->pgprocno;
-	slot->dbid = MyDatabaseId;
-	slot->userid = GetUserId();
-	slot->session_count = slot->xact_count = 0;
-	slot->requested_at = start;
-	slot->granted_at = 0;
-	slot->node[0] = '\0';
-	slot->data[0] = '\0';
-	slot->uuid[0] = '\0';
-	strlcpy(slot->name, name, sizeof(slot->name));
-	strlcpy(slot->dir, zkl_lock_dir(name, strlen(name)), sizeof(slot->dir));
-	generation = slot->generation;
-	zkl_queue_push(slotno);
-	LWLockRelease(zkl_shared->lock);
-	zkl_wake_worker();
-
-	zkl_wait_slotno = slotno;
-	zkl_wait_generation = generation;
+	generation = zkl_submit_slot(slotno);
 	for (;;)
 	{
 		zkl_slot_state state;
@@ -489,39 +512,18 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 	zkl_describe_holder(data, shared, xact, start);
 	sibling = zkl_find_local(name, !shared);
 
-	slotno = zkl_claim_slot();
+	slotno = zkl_claim_slot(name, dir, start);
 	slot = &zkl_shared->slots[slotno];
-	slot->state = ZKL_SLOT_WAITING;
-	slot->wanted = true;
 	slot->try_only = try_only;
-	slot->commit_waiting = false;
-	slot->inspect = false;
 	slot->kind = shared ? ZKL_NODE_READ :
 		zkl_exclusive_layout_setting == ZKL_LAYOUT_READWRITE ? ZKL_NODE_WRITE : ZKL_NODE_MUTEX;
 	slot->sibling_slotno = sibling ? sibling->slotno : -1;
 	slot->sibling_generation = sibling ? sibling->generation : 0;
-	slot->pid = MyProcPid;
-	slot->procno = MyProc->pgprocno;
-	slot->dbid = MyDatabaseId;
-	slot->userid = GetUserId();
 	slot->session_count = xact ? 0 : 1;
 	slot->xact_count = xact ? 1 : 0;
-	slot->zk_rc = 0;
-	slot->token = 0;
-	slot->requested_at = start;
-	slot->granted_at = 0;
-	slot->node[0] = '\0';
 	zkl_random_uuid(slot->uuid);
-	strlcpy(slot->name, name, sizeof(slot->name));
-	strlcpy(slot->dir, dir, sizeof(slot->dir));
 	strlcpy(slot->data, data, sizeof(slot->data));
-	generation = slot->generation;
-	zkl_queue_push(slotno);
-	LWLockRelease(zkl_shared->lock);
-	zkl_wake_worker();
-
-	zkl_wait_slotno = slotno;
-	zkl_wait_generation = generation;
+	generation = zkl_submit_slot(slotno);
 
 	for (;;)
 	{

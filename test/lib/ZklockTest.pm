@@ -559,7 +559,7 @@ python3-kazoo).  Commands as documented in those files.
 
 =cut
 
-push @EXPORT, qw(peer_start curator_peer kazoo_peer);
+push @EXPORT, qw(peer_start curator_peer kazoo_peer sql_result bg_result peer_gets zk_wait_empty);
 
 my @curator_jars = qw(curator-recipes curator-framework curator-client
   zookeeper zookeeper-jute guava slf4j-api slf4j-nop);
@@ -697,5 +697,60 @@ sub crash
 }
 
 package ZklockTest;
+
+
+=head1 Small helpers of the interop tests
+
+=over
+
+=item sql_result($node, $sql) / bg_result($session, $sql)
+
+The output of $sql, or the error text (trailing blanks cut) when it failed:
+in a fresh session of $node that ends at once (releasing what it took), or
+in background session $session.
+
+=item peer_gets($peer, $path, $what)
+
+Poll until the peer's "${what}_try $path" answers true (zklock's releases
+do not wait for the delete); a test assertion.
+
+=item zk_wait_empty($zk, $path, $what)
+
+Wait until ZooKeeper has no child under $path; a test assertion.
+
+=back
+
+=cut
+
+sub sql_result
+{
+	my ($node, $sql) = @_;
+	my ($ret, $out, $err) = $node->psql('postgres', $sql);
+	return $ret == 0 ? $out : ($err =~ s/\s+$//r);
+}
+
+sub bg_result
+{
+	my ($s, $sql) = @_;
+	$s->{stderr} = '';
+	my ($out, $failed) = $s->query($sql);
+	return $failed ? ($s->{stderr} =~ s/\s+$//r) : $out;
+}
+
+sub peer_gets
+{
+	my ($peer, $path, $what) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	local $peer->{quiet} = 1;
+	return wait_until(sub { $peer->cmd("${what}_try $path") eq 'true' }, 10,
+		"the peer to get its $what");
+}
+
+sub zk_wait_empty
+{
+	my ($zk, $path, $what) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	return wait_until(sub { !zk_ls($zk, $path) }, 15, "no node under $path $what");
+}
 
 1;

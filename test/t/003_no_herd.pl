@@ -36,9 +36,11 @@ for my $i (0 .. $nwaiters - 1)
 }
 wait_until(sub { scalar(zk_ls($zk, $dir)) == $nwaiters + 1 }, 60, 'all waiters queued');
 
-# ZooKeeper's view (wchc: session -> watched paths): each node of the
-# directory but the newest is watched by exactly one session, and nothing
-# watches the directory itself.
+# ZooKeeper's view (wchc: session -> watched paths): each contender node is
+# watched by its own cluster's session (zklock watches its own node, to
+# notice if anyone deletes it) and by its successor's, so by at most two
+# sessions whatever the number of waiters; the newest node by its own
+# session only; and nothing watches the directory itself.
 sub watchers_by_path
 {
 	my %by_path;
@@ -49,14 +51,20 @@ sub watchers_by_path
 	}
 	return \%by_path;
 }
+my %session_of = map { $_->name => $_->safe_psql('postgres', 'SELECT session_id FROM zk_status()') } @nodes;
 my $watchers;
 wait_until(sub {
 	$watchers = watchers_by_path();
-	scalar(grep { index($_, "$dir/") == 0 } keys %$watchers) == $nwaiters
-}, 30, 'every waiter has set its watch');
+	scalar(grep { index($_, "$dir/") == 0 } keys %$watchers) == $nwaiters + 1
+	  && scalar(grep { index($_, "$dir/") == 0 && @{ $watchers->{$_} } == 2 } keys %$watchers) >= $nwaiters / 2
+}, 30, 'every waiter has set its watches');
 my @watched = grep { index($_, "$dir/") == 0 } keys %$watchers;
-is(scalar(@watched), $nwaiters, "$nwaiters contender nodes are watched");
-is(scalar(grep { scalar(@{ $watchers->{$_} }) != 1 } @watched), 0, 'each by exactly one session');
+is(scalar(@watched), $nwaiters + 1, 'every contender node is watched');
+is(scalar(grep { scalar(@{ $watchers->{$_} }) > 2 } @watched), 0, 'none by more than two sessions');
+my ($newest) = sort { ($b =~ /(\d+)$/)[0] <=> ($a =~ /(\d+)$/)[0] } @watched;
+my $newest_owner = $nodes[ ($nwaiters - 1) % 2 ];
+is(join(',', map { lc } @{ $watchers->{$newest} }), lc($session_of{ $newest_owner->name }),
+	'the newest node is watched by its own cluster only');
 ok(!exists $watchers->{$dir}, 'nobody watches the lock directory');
 
 my $events_before = watch_events();

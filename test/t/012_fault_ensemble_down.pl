@@ -138,6 +138,8 @@ sub start_waiter
 	my ($name, $pid_ref) = @_;
 	my $s = bg_session($b);
 	$s->query_safe('\set VERBOSITY verbose');
+	# The outage and the servers' restart may outlast the default 10 s.
+	$s->query_safe("SET zklock.connect_timeout = '60s'");
 	$$pid_ref = $s->query_safe('SELECT pg_backend_pid()');
 	$s->query_until(qr/waiting\n/,
 		"\\echo waiting\nSELECT 'granted', zk_lock_acquire('$name', '60s') > 0, extract(epoch FROM clock_timestamp());\n");

@@ -21,41 +21,11 @@ my $cur = curator_peer($zk);
 my $path = $a->safe_psql('postgres', "SELECT zk_lock_path('x')");
 is($path, '/zklock/x', 'the lock path Curator is given');
 
-# $sql in a fresh session that ends at once (releasing what it took); its
-# output, or the error text when it failed.
-sub sql_once
-{
-	my ($sql) = @_;
-	my ($ret, $out, $err) = $a->psql('postgres', $sql);
-	return $ret == 0 ? $out : ($err =~ s/\s+$//r);
-}
-
-# $sql in background session $s; its output, or the error text.
-sub sql_in
-{
-	my ($s, $sql) = @_;
-	$s->{stderr} = '';
-	my ($out, $failed) = $s->query($sql);
-	return $failed ? ($s->{stderr} =~ s/\s+$//r) : $out;
-}
-
-# Poll until Curator's try of $what succeeds; zklock's releases do not
-# wait for the delete.
-sub curator_gets
-{
-	my ($what) = @_;
-	local $Test::Builder::Level = $Test::Builder::Level + 1;
-	local $cur->{quiet} = 1;
-	return wait_until(sub { $cur->cmd("${what}_try $path") eq 'true' }, 10,
-		"Curator to get the $what lock");
-}
-
-sub no_contender_left
-{
-	my ($what) = @_;
-	local $Test::Builder::Level = $Test::Builder::Level + 1;
-	wait_until(sub { !zk_ls($zk, $path) }, 15, "no node under $path $what");
-}
+# Helpers of ZklockTest, bound to this test's cluster, peer and path.
+sub sql_once { return sql_result($a, @_) }
+sub sql_in { return bg_result(@_) }
+sub curator_gets { local $Test::Builder::Level = $Test::Builder::Level + 1; return peer_gets($cur, $path, @_) }
+sub no_contender_left { local $Test::Builder::Level = $Test::Builder::Level + 1; return zk_wait_empty($zk, $path, @_) }
 
 my $rw = "SET zklock.exclusive_layout = 'readwrite';";
 

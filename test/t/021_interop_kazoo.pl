@@ -22,41 +22,11 @@ my $kz = kazoo_peer($zk);
 my $path = $a->safe_psql('postgres', "SELECT zk_lock_path('x')");
 is($path, '/zklock/x', 'the lock path kazoo is given');
 
-# $sql in a fresh session that ends at once (releasing what it took); its
-# output, or the error text when it failed.
-sub sql_once
-{
-	my ($sql) = @_;
-	my ($ret, $out, $err) = $a->psql('postgres', $sql);
-	return $ret == 0 ? $out : ($err =~ s/\s+$//r);
-}
-
-# $sql in background session $s; its output, or the error text.
-sub sql_in
-{
-	my ($s, $sql) = @_;
-	$s->{stderr} = '';
-	my ($out, $failed) = $s->query($sql);
-	return $failed ? ($s->{stderr} =~ s/\s+$//r) : $out;
-}
-
-# Poll until kazoo's try of recipe $what succeeds; zklock's releases do not
-# wait for the delete.
-sub kazoo_gets
-{
-	my ($what) = @_;
-	local $Test::Builder::Level = $Test::Builder::Level + 1;
-	local $kz->{quiet} = 1;
-	return wait_until(sub { $kz->cmd("${what}_try $path") eq 'true' }, 10,
-		"kazoo to get its $what");
-}
-
-sub no_contender_left
-{
-	my ($what) = @_;
-	local $Test::Builder::Level = $Test::Builder::Level + 1;
-	wait_until(sub { !zk_ls($zk, $path) }, 15, "no node under $path $what");
-}
+# Helpers of ZklockTest, bound to this test's cluster, peer and path.
+sub sql_once { return sql_result($a, @_) }
+sub sql_in { return bg_result(@_) }
+sub kazoo_gets { local $Test::Builder::Level = $Test::Builder::Level + 1; return peer_gets($kz, $path, @_) }
+sub no_contender_left { local $Test::Builder::Level = $Test::Builder::Level + 1; return zk_wait_empty($zk, $path, @_) }
 
 # --- kazoo's Lock against zklock's exclusive lock (default layout)
 
