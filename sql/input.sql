@@ -6,6 +6,16 @@ SELECT zk_lock_acquire(repeat('x', 256));
 SELECT length(zk_lock_path(repeat('x', 255))) AS longest_ok;
 SELECT zk_lock_acquire('neg', '-1 second');
 SELECT zk_lock_release('');
+SELECT zk_lock_acquire_shared(NULL);
+SELECT zk_lock_try_shared('');
+SELECT zk_lock_release_shared('never-held');
+SELECT zk_lock_acquire(ARRAY[]::text[]);
+SELECT zk_lock_acquire(ARRAY['a', NULL]);
+SELECT zk_lock_acquire(ARRAY[['a', 'b'], ['c', 'd']]);
+SELECT zk_lock_acquire_xact(NULL::text[]);
+SELECT zk_lock_acquire(ARRAY['ok', repeat('x', 256)]);
+SELECT count(*) AS no_contenders FROM zk_lock_contenders('never-used');
+SET zklock.exclusive_layout = 'nonsense';
 SELECT count(*) AS nothing_left FROM zk_locks;
 
 -- names that could escape or collide map to distinct, plain components
