@@ -41,7 +41,9 @@
 # committed in any of the clusters (0 when there is none).  zkc_read() reads
 # it from the local table and from the other clusters' tables through dblink
 # (named connections kept open per session; each remote query runs on its
-# own snapshot, taken after the grant).
+# own snapshot, taken after the grant).  A kept connection that fails (its
+# peer restarted) is opened again and the query run anew, still after the
+# grant; if that fails too, the read fails: no peer is ever left out.
 #
 # Why not the counter row in one "store" cluster, written through dblink and
 # fenced there: a dblink write commits in the store when the statement runs,
@@ -114,8 +116,11 @@
 # (IPC::Run); a child never runs END blocks (it leaves by POSIX::_exit), so
 # it cannot stop the test's servers.  Errors (55P03 timeout, ZK001, ZK002,
 # cancels, ...) roll the transaction back and are counted by step and
-# SQLSTATE; a psql that loses its connection is restarted.  The loops stop
-# after `iterations` transactions, after `duration` seconds or at
+# SQLSTATE; a psql that loses its connection is restarted (at most
+# max_restarts times per session), and a new psql that cannot connect is
+# tried again every 0.2 s for up to reconnect_wait seconds, so that a session
+# lives through its cluster's crash restart or stop and start.  The loops
+# stop after `iterations` transactions, after `duration` seconds or at
 # stop_checker(), whichever comes first.
 package ZklockChecker;
 
@@ -203,12 +208,18 @@ CREATE TABLE zkc_peer (name text PRIMARY KEY, connstr text NOT NULL);
 $peers
 -- The shared counter: the largest increment committed in any cluster, and
 -- the largest token committed with one (what a fencing store would hold).
+-- A peer's query runs on the connection this session keeps for it; when
+-- that fails (fail_on_error false: a NOTICE and no row), the peer most
+-- likely restarted since, so the connection is opened again and the query
+-- run once more, now raising its error: a peer is never skipped, and while
+-- it is down the read fails and the transaction rolls back.
 CREATE FUNCTION zkc_read(OUT read_value bigint, OUT seen_token bigint)
 LANGUAGE plpgsql AS \$f\$
 DECLARE
 	p record;
 	w bigint;
 	t bigint;
+	q constant text := 'SELECT coalesce(max(written_value), 0), coalesce(max(token), 0) FROM zkc_hold';
 BEGIN
 	SELECT coalesce(max(h.written_value), 0), coalesce(max(h.token), 0)
 	  INTO read_value, seen_token FROM zkc_hold h;
@@ -216,9 +227,12 @@ BEGIN
 		IF p.name <> ALL (coalesce(dblink_get_connections(), '{}')) THEN
 			PERFORM dblink_connect(p.name, p.connstr);
 		END IF;
-		SELECT r.w, r.t INTO w, t FROM dblink(p.name,
-			'SELECT coalesce(max(written_value), 0), coalesce(max(token), 0) FROM zkc_hold')
-			AS r(w bigint, t bigint);
+		SELECT r.w, r.t INTO w, t FROM dblink(p.name, q, false) AS r(w bigint, t bigint);
+		IF NOT FOUND THEN
+			PERFORM dblink_disconnect(p.name);
+			PERFORM dblink_connect(p.name, p.connstr);
+			SELECT r.w, r.t INTO STRICT w, t FROM dblink(p.name, q) AS r(w bigint, t bigint);
+		END IF;
 		read_value := greatest(read_value, w);
 		seen_token := greatest(seen_token, t);
 	END LOOP;
@@ -237,8 +251,9 @@ Options: nodes (array ref, required), zk (required for check (d)), lock
 duration (seconds, 60: no new transaction starts after it), acquire_timeout
 ('5s'), sleep_ms ([1, 3]), batch_timeout (seconds one transaction may take
 before its session counts as hung, 30), max_restarts (psql restarts per
-session after a lost connection, 5), session_sql (run when each session
-connects, e.g. C<SET zklock.on_lock_lost = 'error'>).
+session after a lost connection, 5), reconnect_wait (seconds a session keeps
+trying, every 0.2 s, to start a psql that connects, 30), session_sql (run
+when each session connects, e.g. C<SET zklock.on_lock_lost = 'error'>).
 
 =item checker_progress($run)
 
@@ -282,6 +297,7 @@ sub start_checker
 		sleep_ms        => $opts{sleep_ms} // [ 1, 3 ],
 		batch_timeout   => $opts{batch_timeout} // 30,
 		max_restarts    => $opts{max_restarts} // 5,
+		reconnect_wait  => $opts{reconnect_wait} // 30,
 		session_sql     => $opts{session_sql} // '',
 	};
 	_setup($nodes);
@@ -433,7 +449,8 @@ sub _session_child
 		return $done->() ? 'done' : $timer->is_expired ? 'timeout' : 'exited';
 	};
 
-	my $start_psql = sub {
+	# One attempt at a connected psql, set up for the session.
+	my $try_psql = sub {
 		$in = '';
 		$h = IPC::Run::start(
 			[ 'psql', '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=0', '-d', $c->{connstr} ],
@@ -442,16 +459,45 @@ sub _session_child
 			  . "SET application_name = " . _lit("zkc_$c->{tag}") . ";\n"
 			  . ($c->{session_sql} ne '' ? "$c->{session_sql};\n" : '')
 			  . "\\echo \@\@END init\n", 'init');
-		return 1 if $st eq 'done';
-		_child_note($c, "psql did not start: $st");
+		return 'done' if $st eq 'done';
 		$stop_psql->();
-		return 0;
+		return $st;
+	};
+	my $stopping = sub { time >= $c->{deadline} || -e "$c->{dir}/STOP" };
+	# A connected psql, trying again every 0.2 s for up to reconnect_wait
+	# seconds: a cluster in a crash restart, or stopped and about to start,
+	# refuses connections for a while.  Returns 'started', 'stopping' (the
+	# run ended meanwhile) or 'failed'.
+	my $start_psql = sub {
+		my $t0 = time;
+		my ($tries, $st) = (0, '');
+		while (1)
+		{
+			$tries++;
+			$st = $try_psql->();
+			if ($st eq 'done')
+			{
+				_child_note($c, sprintf('psql started after %d tries in %.1f s', $tries, time - $t0))
+				  if $tries > 1;
+				return 'started';
+			}
+			if ($stopping->())
+			{
+				_child_note($c, "run ended while psql did not start ($tries tries, last: $st)");
+				return 'stopping';
+			}
+			last if time - $t0 >= $c->{reconnect_wait};
+			sleep 0.2;
+		}
+		_child_note($c, sprintf('psql did not start: %d tries in %.1f s, last: %s', $tries, time - $t0, $st));
+		return 'failed';
 	};
 
-	$start_psql->() or die "could not start psql\n";
+	# 'stopping' leaves no psql, and the loop below ends at once.
+	die "could not start psql\n" if $start_psql->() eq 'failed';
 	for my $iter (1 .. $c->{iterations})
 	{
-		last if time >= $c->{deadline} || -e "$c->{dir}/STOP";
+		last if $stopping->();
 		$r{attempts}++;
 		my $st = $exchange->(_iteration_sql($c, $iter), $iter);
 		my %state = $out =~ /^\@\@S (\w+) (\w+)$/mg;
@@ -488,9 +534,16 @@ sub _session_child
 		if ($st ne 'done' || !$h->pumpable)
 		{
 			$stop_psql->();
-			if (++$r{restarts} > $c->{max_restarts} || !$start_psql->())
+			if (++$r{restarts} > $c->{max_restarts})
 			{
 				_child_note($c, 'giving up: too many restarts');
+				last;
+			}
+			my $started = $start_psql->();
+			last if $started eq 'stopping';
+			if ($started ne 'started')
+			{
+				_child_note($c, "giving up: no connection within $c->{reconnect_wait} s");
 				last;
 			}
 		}

@@ -19,23 +19,17 @@
 # no node is left in ZooKeeper nor any request in a cluster.  Figures per
 # fault (holds, times, errors by SQLSTATE) are printed.
 #
-# Two things the checker's sessions need to live through faults of
-# PostgreSQL itself, supplied by this test:
-#  - A session whose psql lost its connection (crash restart, fast stop)
-#    starts a new psql at once, when its cluster may not accept connections
-#    yet, and gives up if that fails.  The sessions therefore run psql
-#    through a wrapper that waits, up to 20 s, for the cluster to accept
-#    connections (pg_isready) before running the real psql.
-#  - zkc_read() keeps a dblink connection per peer for the session's life;
-#    once the peer restarts, that connection is dead and every later read
-#    would fail.  The test replaces zkc_read() (same result) with one that
-#    connects again when the query on the kept connection fails; while the
-#    peer is down the read still fails and the transaction rolls back.
+# The checker's sessions live through faults of PostgreSQL itself: a
+# session whose psql lost its connection (crash restart, fast stop) keeps
+# trying to start a new one until its cluster accepts connections again,
+# and zkc_read() opens a dblink connection again when the one it kept to a
+# peer died with the peer's restart (while the peer is down the read fails
+# and the transaction rolls back).  The test checks that no session gave up
+# and that the restarted clusters' sessions committed again.
 use strict;
 use warnings FATAL => 'all';
 
 use FindBin;
-use IPC::Run;
 use lib "$FindBin::RealBin/../lib";
 use ZklockTest;
 use ZklockChecker;
@@ -150,98 +144,17 @@ sub fmt_counts
 }
 
 # ---------------------------------------------------------------------
-# psql for the checker's sessions: wait for the cluster to accept
-# connections before running the real psql.
-# ---------------------------------------------------------------------
-
-sub find_command
-{
-	my ($cmd) = @_;
-	for my $dir (split /:/, $ENV{PATH})
-	{
-		return "$dir/$cmd" if $dir ne '' && -x "$dir/$cmd" && !-d "$dir/$cmd";
-	}
-	BAIL_OUT("$cmd not found in PATH");
-}
-
-my $wrap_dir = PostgreSQL::Test::Utils::tempdir('psqlwrap');
-my ($real_psql, $pg_isready) = map { find_command($_) } qw(psql pg_isready);
-{
-	open my $fh, '>', "$wrap_dir/psql" or die "psql wrapper: $!";
-	print $fh <<"EOS";
-#!/bin/sh
-# psql for the checker's sessions: wait up to 20 s for the server to accept
-# connections (crash restart, restart after a stop), then run psql.
-conn= prev=
-for arg in "\$@"; do
-	[ "\$prev" = -d ] && conn=\$arg
-	prev=\$arg
-done
-i=0
-while [ \$i -lt 200 ] && ! '$pg_isready' -q -d "\$conn"; do
-	sleep 0.1
-	i=\$((i + 1))
-done
-exec '$real_psql' "\$@"
-EOS
-	close $fh or die "psql wrapper: $!";
-	chmod 0755, "$wrap_dir/psql" or die "psql wrapper: $!";
-}
-
-# zkc_read() as ZklockChecker defines it, plus a new connection when the
-# kept one fails (fail_on_error false: a dead connection returns no row).
-my $zkc_read = q{
-CREATE OR REPLACE FUNCTION zkc_read(OUT read_value bigint, OUT seen_token bigint)
-LANGUAGE plpgsql AS $f$
-DECLARE
-	p record;
-	w bigint;
-	t bigint;
-	q constant text := 'SELECT coalesce(max(written_value), 0), coalesce(max(token), 0) FROM zkc_hold';
-BEGIN
-	SELECT coalesce(max(h.written_value), 0), coalesce(max(h.token), 0)
-	  INTO read_value, seen_token FROM zkc_hold h;
-	FOR p IN SELECT * FROM zkc_peer ORDER BY name LOOP
-		IF p.name <> ALL (coalesce(dblink_get_connections(), '{}')) THEN
-			PERFORM dblink_connect(p.name, p.connstr);
-		END IF;
-		SELECT r.w, r.t INTO w, t FROM dblink(p.name, q, false) AS r(w bigint, t bigint);
-		IF NOT FOUND THEN
-			-- The peer restarted since this session connected: connect again.
-			PERFORM dblink_disconnect(p.name);
-			PERFORM dblink_connect(p.name, p.connstr);
-			SELECT r.w, r.t INTO STRICT w, t FROM dblink(p.name, q) AS r(w bigint, t bigint);
-		END IF;
-		read_value := greatest(read_value, w);
-		seen_token := greatest(seen_token, t);
-	END LOOP;
-END
-$f$;
-};
-
-# ---------------------------------------------------------------------
 # The checker
 # ---------------------------------------------------------------------
 
 my %session_before = map { $_->name => status($_)->{session_id} } @nodes;
-my $run;
-{
-	# The sessions start psql by name through IPC::Run, which caches the
-	# path it found first (the real psql, found when the clusters were set
-	# up): a PATH changed now would not be seen.  Resolve the name to the
-	# wrapper instead while the sessions are forked; they keep it.
-	no warnings 'redefine';
-	my $search = \&IPC::Run::_search_path;
-	local *IPC::Run::_search_path = sub { return $_[0] eq 'psql' ? "$wrap_dir/psql" : $search->(@_) };
-	$run = start_checker(
-		nodes        => \@nodes,
-		zk           => $zk,
-		sessions     => 8,
-		iterations   => 1_000_000,    # bounded by stop_checker, or by duration
-		duration     => 170,
-		max_restarts => 10);
-}
-$_->safe_psql('postgres', $zkc_read) for @nodes;
+my $run = start_checker(
+	nodes        => \@nodes,
+	zk           => $zk,
+	sessions     => 8,
+	iterations   => 1_000_000,    # bounded by stop_checker, or by duration
+	duration     => 170,
+	max_restarts => 10);
 
 # What the sessions' psql reported so far, by level and SQLSTATE, read from
 # their stderr files (verbose messages: "ERROR:  55P03: ..."; a NOTICE is
