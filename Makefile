@@ -24,3 +24,9 @@ include $(PGXS)
 # PGXS tracks no header dependencies: a changed struct must rebuild every
 # object that sees it.
 $(OBJS): $(wildcard $(srcdir)/src/*.h)
+
+# The benchmark (bench/run.sh): zklock beside Curator, kazoo, pg_advisory_lock
+# and bare ZooKeeper requests; see bench/README.md.
+bench:
+	bash bench/run.sh
+.PHONY: bench

@@ -214,4 +214,15 @@ else
 	echo "no TAP tests in test/t; skipping prove"
 fi
 
+# The benchmark's smallest shape, so that it cannot rot; it asserts no time.
+say "bench smoke"
+rc=0
+run_logged "$WORK/bench-smoke.log" bash "$TREE/bench/run.sh" --smoke || rc=$?
+if [ "$rc" -eq 0 ]; then
+	PASSED=$((PASSED + 1))
+else
+	FAILED=$((FAILED + 1))
+	stage_failed "bench-smoke"
+fi
+
 finish

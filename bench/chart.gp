@@ -1,0 +1,37 @@
+# chart.gp: draws the benchmark's chart (bench/out/bench.png) from the data
+# files bench.py writes, one per panel: chart-a.dat (shape a, median ms),
+# chart-b.dat (b, acquisitions/s), chart-c.dat (c, handoffs/s), chart-d.dat
+# (d, ZooKeeper requests per handoff).  Each line: "contender" value.
+#
+#   gnuplot -e "datadir='DIR'; out='FILE.png'" bench/chart.gp
+
+set terminal pngcairo size 1500,1050 noenhanced font ",10"
+set output out
+set multiplot layout 2,2 title "zklock benchmark: zklock, Curator, kazoo, pg_advisory_lock and the bare ZooKeeper floor, one ZooKeeper"
+set style data histograms
+set style fill solid 0.7 border -1
+set boxwidth 0.7
+set grid ytics
+set xtics rotate by -30 scale 0
+set key off
+set yrange [0:*]
+set offsets 0, 0, graph 0.12, 0
+set bmargin 9
+
+set title "(a) one client, uncontended acquire + release: median (ms, lower is better)"
+plot datadir."/chart-a.dat" using 2:xtic(1) lc rgb "#4477aa", \
+	'' using 0:2:(sprintf("%.3f", $2)) with labels offset 0,0.8
+
+set title "(b) 16 clients on 16 locks: acquisitions per second (higher is better)"
+plot datadir."/chart-b.dat" using 2:xtic(1) lc rgb "#228833", \
+	'' using 0:2:(sprintf("%.0f", $2)) with labels offset 0,0.8
+
+set title "(c) 16 clients on one lock: handoffs per second (higher is better)"
+plot datadir."/chart-c.dat" using 2:xtic(1) lc rgb "#ccbb44", \
+	'' using 0:2:(sprintf("%.0f", $2)) with labels offset 0,0.8
+
+set title "(d) 100 waiters on one lock: ZooKeeper requests per handoff (lower is better)"
+plot datadir."/chart-d.dat" using 2:xtic(1) lc rgb "#aa3377", \
+	'' using 0:2:(sprintf("%.2f", $2)) with labels offset 0,0.8
+
+unset multiplot

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# zklock's benchmark (`make bench`): zklock side by side with Apache
+# Curator's InterProcessMutex, kazoo's Lock, pg_advisory_lock (the local
+# floor) and bare ZooKeeper requests (the ZooKeeper floor), all on one
+# private ZooKeeper.  bench/README.md says what each number means.
+#
+#   bash bench/run.sh           every shape, (a) to (e); prints one table,
+#                               writes bench/out/results.csv and bench.png
+#   bash bench/run.sh --smoke   shape (a) only, a few cycles per contender,
+#                               results in the work directory (CI)
+#
+# Installs missing dependencies (test/install-deps.sh), builds and installs
+# zklock only when the installed copy is missing or older than the sources,
+# compiles the Java and C drivers into a temporary work directory, starts
+# one ZooKeeper server and two PostgreSQL clusters on loopback ports, runs
+# bench/bench.py, and stops everything it started, by pid, however it ends.
+# ZKLOCK_KEEP_WORK=1 keeps the work directory (it is always kept on failure).
+set -euo pipefail
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+ZKSERVER=$TOP/test/zkserver.sh
+# shellcheck source-path=SCRIPTDIR source=../test/lib/common.sh
+. "$TOP/test/lib/common.sh"
+
+SMOKE=0
+case "${1:-}" in
+--smoke) SMOKE=1 ;;
+"") ;;
+*) echo "usage: bash bench/run.sh [--smoke]" >&2; exit 2 ;;
+esac
+
+WORK=
+BENCH_PID=
+STARTED=$SECONDS
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM HUP
+	if [ -n "$BENCH_PID" ] && kill -0 "$BENCH_PID" 2>/dev/null; then
+		kill -TERM "$BENCH_PID" 2>/dev/null || true
+		wait "$BENCH_PID" 2>/dev/null || true
+	fi
+	if [ -n "$WORK" ]; then
+		stop_all_under "$WORK"
+		if [ "$rc" -eq 0 ] && [ "${ZKLOCK_KEEP_WORK:-0}" != 1 ]; then
+			rm -rf "$WORK"
+		else
+			echo "work directory kept: $WORK" >&2
+		fi
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+say() { printf '==== %s ====\n' "$*"; }
+
+say "dependencies"
+bash "$TOP/test/install-deps.sh"
+
+WORK=$(make_workdir zklock-bench)
+echo "work directory: $WORK"
+
+# The installed extension is used as it is unless the sources are newer.
+PKGLIB=$("$PG_CONFIG" --pkglibdir)
+SHAREDIR=$("$PG_CONFIG" --sharedir)
+if [ ! -f "$PKGLIB/zklock.so" ] || [ ! -f "$SHAREDIR/extension/zklock--1.0.sql" ] ||
+	[ -n "$(find "$TOP/src" "$TOP/zklock--1.0.sql" "$TOP/zklock.control" \
+		-newer "$PKGLIB/zklock.so" -print -quit)" ]; then
+	say "build and install zklock"
+	if [ ${#AS_ROOT[@]} -gt 0 ] && ! command -v sudo >/dev/null; then
+		echo "zklock is missing or older than its sources, and installing it needs root:" \
+			"run 'make install' as root first" >&2
+		exit 1
+	fi
+	copy_tree "$TOP" "$WORK/tree"
+	"${AS_USER[@]}" make -s -C "$WORK/tree" PG_CONFIG="$PG_CONFIG" -j"$(nproc)" >/dev/null
+	"${AS_ROOT[@]}" make -s -C "$WORK/tree" PG_CONFIG="$PG_CONFIG" install >/dev/null
+else
+	echo "zklock is installed and up to date"
+fi
+
+say "drivers"
+# Curator and the ZooKeeper Java client, from Debian's packages.
+CP=
+for j in curator-recipes curator-framework curator-client zookeeper zookeeper-jute \
+	guava failureaccess slf4j-api slf4j-nop; do
+	[ -r "/usr/share/java/$j.jar" ] && CP="$CP${CP:+:}/usr/share/java/$j.jar"
+done
+mkdir -p "$WORK/classes"
+javac -nowarn -cp "$CP" -d "$WORK/classes" "$TOP/bench/CuratorBench.java"
+cc -O2 -Wall -o "$WORK/zkfloor" "$TOP/bench/zkfloor.c" -lzookeeper_mt -lpthread
+echo "CuratorBench (javac), zkfloor (cc), kazoo_bench.py (/usr/bin/python3)"
+
+say "ZooKeeper and PostgreSQL"
+ZK_CONNECT=$("${AS_USER[@]}" bash "$ZKSERVER" start "$WORK/zk" 1)
+# main: every shape but (e); room for 100 waiters, 16 loop clients and a few more.
+pg_init "$WORK/main" "$ZK_CONNECT" zkbench_main "max_connections = 150"
+CLUSTERS=(main)
+if [ "$SMOKE" -eq 0 ]; then
+	# e: shape (e), the defaults with only zklock.max_locks changed.
+	pg_init "$WORK/e" "$ZK_CONNECT" zkbench_e "zklock.max_locks = 10000"
+	CLUSTERS+=(e)
+fi
+for c in "${CLUSTERS[@]}"; do
+	pg_start "$WORK/$c"
+	"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$WORK/$c" -p "$(cat "$WORK/$c/port")" \
+		-U postgres -d postgres -c 'CREATE EXTENSION zklock' -f "$TOP/bench/bench.sql"
+done
+# The worker connects in the background: wait (bounded) for its session.
+for c in "${CLUSTERS[@]}"; do
+	for ((i = 0; i < 300; i++)); do
+		state=$("$PGBIN/psql" -X -At -h "$WORK/$c" -p "$(cat "$WORK/$c/port")" -U postgres \
+			-d postgres -c 'SELECT state FROM zk_status()' 2>/dev/null || true)
+		[ "$state" = connected ] && break
+		sleep 0.1
+	done
+	[ "$state" = connected ] || { echo "cluster $c: zklock worker not connected ($state)" >&2; exit 1; }
+done
+echo "ZooKeeper at $ZK_CONNECT; clusters ${CLUSTERS[*]} on 127.0.0.1:$(
+	for c in "${CLUSTERS[@]}"; do printf '%s ' "$(cat "$WORK/$c/port")"; done)"
+
+if [ "$SMOKE" -eq 1 ]; then
+	OUT=$WORK/out
+else
+	OUT=$TOP/bench/out
+fi
+mkdir -p "$OUT"
+
+say "benchmark$([ "$SMOKE" -eq 1 ] && echo ' (smoke: shape a, a few cycles)')"
+ARGS=(--zk "$ZK_CONNECT" --zk-pid "$(cat "$WORK/zk/zk1.pid")"
+	--main "$WORK/main:$(cat "$WORK/main/port")"
+	--java-cp "$WORK/classes:$CP" --kazoo "$TOP/bench/kazoo_bench.py"
+	--floor "$WORK/zkfloor" --work "$WORK" --out "$OUT")
+[ "$SMOKE" -eq 1 ] && ARGS+=(--smoke)
+[ "$SMOKE" -eq 0 ] && ARGS+=(--e "$WORK/e:$(cat "$WORK/e/port")")
+rc=0
+/usr/bin/python3 "$TOP/bench/bench.py" "${ARGS[@]}" &
+BENCH_PID=$!
+wait "$BENCH_PID" || rc=$?
+BENCH_PID=
+
+if [ "$SMOKE" -eq 0 ]; then
+	gnuplot -e "datadir='$WORK'; out='$OUT/bench.png'" "$TOP/bench/chart.gp"
+	echo "chart: $OUT/bench.png"
+fi
+
+say "stopping"
+for c in "${CLUSTERS[@]}"; do pg_stop "$WORK/$c"; done
+"${AS_USER[@]}" bash "$ZKSERVER" stop "$WORK/zk"
+echo "whole run: $((SECONDS - STARTED)) s"
+exit "$rc"
