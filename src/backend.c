@@ -347,12 +347,15 @@ zkl_claim_slot(const char *name, const char *dir, TimestampTz start)
 	zkl_slot   *slot = NULL;
 	int			slotno;
 
+	/* Start after the last slot taken: with many held, free ones lie ahead. */
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	for (slotno = 0; slotno < zkl_shared->nslots; slotno++)
+	for (int i = 0; i < zkl_shared->nslots; i++)
 	{
+		slotno = (zkl_shared->free_hint + i) % zkl_shared->nslots;
 		if (zkl_shared->slots[slotno].state == ZKL_SLOT_FREE)
 		{
 			slot = &zkl_shared->slots[slotno];
+			zkl_shared->free_hint = (slotno + 1) % zkl_shared->nslots;
 			break;
 		}
 	}

@@ -35,6 +35,9 @@ static const struct
 	{"__rlock__", true}			/* kazoo ReadLock */
 };
 
+/* The root's components were created (or found) by this worker. */
+static bool zkl_root_made = false;
+
 /* What our own requests create, by zkl_node_kind. */
 static const char *const zkl_node_markers[] = {"-lock-", "__WRIT__", "__READ__"};
 
@@ -277,14 +280,20 @@ zkl_send_create(int slotno, zkl_slot *slot, bool with_parents)
 	{
 		char	   *path = pstrdup(slot->dir);
 
-		/* The root's components persist; they are shared by every lock. */
-		for (char *p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/'))
+		/*
+		 * The root's components persist; they are shared by every lock.
+		 * Once one lock's parents were made, only a later attempt (the root
+		 * deleted under us) makes them again.
+		 */
+		for (char *p = strchr(path + 1, '/'); p && (!zkl_root_made || zkl_works[slotno].parent_attempts > 1);
+			 p = strchr(p + 1, '/'))
 		{
 			*p = '\0';
 			zkl_check_sent(slotno, zoo_acreate(zkl_zh, path, NULL, -1, zkl_acl(), ZOO_PERSISTENT,
 											   zkl_void_string_done, zkl_ctx(ZKL_EV_IGNORE, slotno)));
 			*p = '/';
 		}
+		zkl_root_made = true;
 		zkl_check_sent(slotno, zoo_acreate(zkl_zh, slot->dir, NULL, -1, zkl_acl(), ZOO_CONTAINER,
 										   zkl_void_string_done, zkl_ctx(ZKL_EV_IGNORE, slotno)));
 		pfree(path);
@@ -552,6 +561,32 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 }
 
 /*
+ * Our exclusive hold's node is deleted.  It was the lowest node when it was
+ * granted and no lower one can appear, so a waiter of ours that watches it
+ * is now lowest: grant at once, without waiting for the watch or reading
+ * the directory again.  Not after a shared hold (other readers may be
+ * lower), nor when the holder's own read was below it.
+ */
+static void
+zkl_hand_over(zkl_slot *holder)
+{
+	if (holder->kind == ZKL_NODE_READ || holder->sibling_slotno >= 0)
+		return;
+	for (int i = 0; i < zkl_shared->nslots; i++)
+	{
+		zkl_slot   *slot = &zkl_shared->slots[i];
+
+		if (zkl_works[i].phase == ZKL_PH_WATCHING &&
+			strcmp(zkl_works[i].pred, holder->node) == 0 &&
+			strcmp(slot->dir, holder->dir) == 0)
+		{
+			zkl_grant(i, slot);
+			return;
+		}
+	}
+}
+
+/*
  * The predecessor is gone.  If it was the only node we waited for, nothing
  * is left to wait for: sequence numbers only grow, so no re-read is needed.
  */
@@ -740,6 +775,8 @@ zkl_handle_event(zkl_event *ev)
 	zkl_slot   *slot;
 	zkl_work   *work;
 	bool		wanted;
+	bool		deleted;
+	bool		was_held;
 
 	if (slotno < 0 || slotno >= zkl_shared->nslots)
 		return;
@@ -901,6 +938,7 @@ zkl_handle_event(zkl_event *ev)
 		case ZKL_EV_DELETED:
 			if (work->phase != ZKL_PH_DELETING)
 				break;
+			deleted = ev->rc == ZOK;
 			if (ev->rc != ZOK && ev->rc != ZNONODE && !zkl_connection_trouble(slotno, ev->rc))
 			{
 				/* Nothing more to try: the ephemeral node lasts until the session ends. */
@@ -924,9 +962,12 @@ zkl_handle_event(zkl_event *ev)
 					break;
 				}
 				LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-				if (slot->state == ZKL_SLOT_RELEASING && slot->granted_at != 0)
+				was_held = slot->state == ZKL_SLOT_RELEASING && slot->granted_at != 0;
+				if (was_held)
 					zkl_shared->n_released++;
 				LWLockRelease(zkl_shared->lock);
+				if (was_held && deleted)
+					zkl_hand_over(slot);
 				zkl_free_slot(slotno);
 			}
 			break;

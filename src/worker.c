@@ -360,6 +360,13 @@ zkl_open_session(void)
 		pfree(zkl_current_hosts);
 	zkl_current_hosts = MemoryContextStrdup(TopMemoryContext, zkl_hosts);
 
+	/*
+	 * By default the library resolves zklock.hosts again each time its I/O
+	 * thread wakes, which costs more than a request on loopback; resolve on
+	 * connection loss only.
+	 */
+	zoo_set_servers_resolution_delay(zkl_zh, -1);
+
 	if (zkl_auth && zkl_auth[0] != '\0')
 		zoo_add_auth(zkl_zh, "digest", zkl_auth, strlen(zkl_auth), NULL, NULL);
 

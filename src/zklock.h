@@ -127,6 +127,7 @@ typedef struct zkl_shared_state
 	uint64		n_handoff_requests; /* requests between a predecessor's
 									 * deletion and the grant */
 	int			nslots;
+	int			free_hint;		/* where backends start looking for a free slot */
 	int			queue_head;		/* ring of slot indexes for the worker */
 	int			queue_len;
 	int		   *queue;			/* nslots entries, after the slots */
