@@ -561,16 +561,28 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 }
 
 /*
- * Our exclusive hold's node is deleted.  It was the lowest node when it was
- * granted and no lower one can appear, so a waiter of ours that watches it
- * is now lowest: grant at once, without waiting for the watch or reading
- * the directory again.  Not after a shared hold (other readers may be
- * lower), nor when the holder's own read was below it.
+ * Whether a slot of ours holds, or held until its release, the lowest node
+ * of its directory: an exclusive grant is the lowest node, and no lower one
+ * can appear.  Not a shared hold (other readers may be lower), nor one with
+ * the holder's own read below it.
+ */
+static bool
+zkl_was_lowest(const zkl_slot *holder)
+{
+	return holder->kind != ZKL_NODE_READ && holder->sibling_slotno < 0 &&
+		holder->granted_at != 0 &&
+		(holder->state == ZKL_SLOT_HELD || holder->state == ZKL_SLOT_RELEASING);
+}
+
+/*
+ * Our hold's node is deleted: a waiter of ours that watches it is now
+ * lowest.  Grant at once, without waiting for the watch or reading the
+ * directory again.
  */
 static void
 zkl_hand_over(zkl_slot *holder)
 {
-	if (holder->kind == ZKL_NODE_READ || holder->sibling_slotno >= 0)
+	if (!zkl_was_lowest(holder))
 		return;
 	for (int i = 0; i < zkl_shared->nslots; i++)
 	{
@@ -593,8 +605,22 @@ zkl_hand_over(zkl_slot *holder)
 static void
 zkl_predecessor_gone(int slotno, zkl_slot *slot)
 {
+	bool		pred_held_here = false;
+
+	/* A predecessor that was this cluster's exclusive holder was lowest. */
+	if (!zkl_works[slotno].pred_was_last)
+	{
+		for (int i = 0; i < zkl_shared->nslots && !pred_held_here; i++)
+		{
+			zkl_slot   *other = &zkl_shared->slots[i];
+
+			pred_held_here = i != slotno && zkl_was_lowest(other) &&
+				strcmp(other->node, zkl_works[slotno].pred) == 0 &&
+				strcmp(other->dir, slot->dir) == 0;
+		}
+	}
 	zkl_works[slotno].handoff = true;
-	if (zkl_works[slotno].pred_was_last)
+	if (zkl_works[slotno].pred_was_last || pred_held_here)
 		zkl_grant(slotno, slot);
 	else
 		zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
