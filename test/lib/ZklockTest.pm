@@ -559,7 +559,8 @@ python3-kazoo).  Commands as documented in those files.
 
 =cut
 
-push @EXPORT, qw(peer_start curator_peer kazoo_peer sql_result bg_result peer_gets zk_wait_empty);
+push @EXPORT, qw(peer_start curator_peer kazoo_peer sql_result bg_result peer_gets zk_wait_empty
+  worker_pid worker_pid_os proc_state);
 
 my @curator_jars = qw(curator-recipes curator-framework curator-client
   zookeeper zookeeper-jute guava slf4j-api slf4j-nop);
@@ -751,6 +752,68 @@ sub zk_wait_empty
 	my ($zk, $path, $what) = @_;
 	local $Test::Builder::Level = $Test::Builder::Level + 1;
 	return wait_until(sub { !zk_ls($zk, $path) }, 15, "no node under $path $what");
+}
+
+
+=head1 The zklock worker as a process
+
+=over
+
+=item worker_pid_os($node)
+
+The pid of the postmaster's child titled "zklock worker", from /proc; ''
+when there is none (or the cluster is down).
+
+=item worker_pid($node)
+
+pg_stat_activity's pid of the worker if the cluster answers and shows it,
+else worker_pid_os's.
+
+=item proc_state($pid)
+
+The process state letter from /proc (R, S, T for stopped, ...), '' when
+the process is gone.
+
+=back
+
+=cut
+
+sub worker_pid_os
+{
+	my ($node) = @_;
+	my $pm = $node->{_pid} // return '';
+	for my $stat (glob '/proc/[0-9]*/stat')
+	{
+		my ($pid) = $stat =~ m{/proc/(\d+)/stat};
+		open(my $fh, '<', $stat) or next;
+		my $line = <$fh> // '';
+		close $fh;
+		my ($ppid) = $line =~ /\)\s+\S+\s+(\d+)/ or next;
+		next unless $ppid == $pm;
+		open(my $ch, '<', "/proc/$pid/cmdline") or next;
+		my $cmd = do { local $/; <$ch> } // '';
+		close $ch;
+		return $pid if $cmd =~ /zklock worker/;
+	}
+	return '';
+}
+
+sub worker_pid
+{
+	my ($node) = @_;
+	my ($ret, $pid) = $node->psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'zklock worker'");
+	return $pid if $ret == 0 && defined $pid && $pid ne '';
+	return worker_pid_os($node);
+}
+
+sub proc_state
+{
+	my ($pid) = @_;
+	open(my $fh, '<', "/proc/$pid/stat") or return '';
+	my $line = <$fh> // '';
+	close $fh;
+	return $line =~ /\)\s+(\S)/ ? $1 : '';
 }
 
 1;

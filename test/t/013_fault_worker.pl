@@ -52,38 +52,6 @@ sub worker_pid_sql
 	return $ret == 0 ? $out : '';
 }
 
-# The worker's pid as the operating system shows it: the postmaster's child
-# whose process title is "postgres: zklock worker" ('' if none).
-sub worker_pid_os
-{
-	my ($node) = @_;
-	my $pm = $node->{_pid} // return '';
-	for my $stat (glob '/proc/[0-9]*/stat')
-	{
-		my ($pid) = $stat =~ m{/proc/(\d+)/stat};
-		open(my $fh, '<', $stat) or next;
-		my $line = <$fh> // '';
-		close $fh;
-		my ($ppid) = $line =~ /\)\s+\S+\s+(\d+)/ or next;
-		next unless $ppid == $pm;
-		open(my $ch, '<', "/proc/$pid/cmdline") or next;
-		my $cmd = do { local $/; <$ch> } // '';
-		close $ch;
-		return $pid if $cmd =~ /zklock worker/;
-	}
-	return '';
-}
-
-# pg_stat_activity's answer if it has one, else the operating system's: a
-# missing pg_stat_activity row is asserted once, separately, so the rest of
-# the test still checks the worker's behaviour.
-sub worker_pid
-{
-	my ($node) = @_;
-	my $pid = worker_pid_sql($node);
-	return $pid ne '' ? $pid : worker_pid_os($node);
-}
-
 sub status
 {
 	my ($node) = @_;

@@ -37,39 +37,6 @@ $a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
 is($a->safe_psql('postgres', 'SELECT negotiated_timeout FROM zk_status()'), '4000', 'A negotiated a 4 s session timeout');
 is($a->safe_psql('postgres', 'SHOW zklock.on_lock_lost'), 'cancel', 'zklock.on_lock_lost is cancel by default');
 
-# The worker's pid: pg_stat_activity's if it shows the worker, else the
-# postmaster's child titled "zklock worker" (013 checks pg_stat_activity).
-sub worker_pid
-{
-	my ($node) = @_;
-	my $pid = $node->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE backend_type = 'zklock worker'");
-	return $pid if $pid ne '';
-	my $pm = $node->{_pid};
-	for my $stat (glob '/proc/[0-9]*/stat')
-	{
-		my ($p) = $stat =~ m{/proc/(\d+)/stat};
-		open(my $fh, '<', $stat) or next;
-		my $line = <$fh> // '';
-		close $fh;
-		my ($ppid) = $line =~ /\)\s+\S+\s+(\d+)/ or next;
-		next unless $ppid == $pm;
-		open(my $ch, '<', "/proc/$p/cmdline") or next;
-		my $cmd = do { local $/; <$ch> } // '';
-		close $ch;
-		return $p if $cmd =~ /zklock worker/;
-	}
-	return '';
-}
-
-sub proc_state
-{
-	my ($pid) = @_;
-	open(my $fh, '<', "/proc/$pid/stat") or return '';
-	my $line = <$fh> // '';
-	close $fh;
-	return $line =~ /\)\s+(\S)/ ? $1 : '';
-}
-
 sub lock_state
 {
 	my ($node, $pid, $name) = @_;

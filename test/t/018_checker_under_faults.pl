@@ -67,40 +67,6 @@ sub status
 	return \%s;
 }
 
-# The worker's pid: pg_stat_activity's, else the postmaster's child titled
-# "zklock worker" (013 checks that pg_stat_activity shows it).
-sub worker_pid
-{
-	my ($node) = @_;
-	my ($ret, $pid) = $node->psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'zklock worker'");
-	return $pid if $ret == 0 && $pid ne '';
-	my $pm = $node->{_pid} // return '';
-	for my $stat (glob '/proc/[0-9]*/stat')
-	{
-		my ($p) = $stat =~ m{/proc/(\d+)/stat};
-		open(my $fh, '<', $stat) or next;
-		my $line = <$fh> // '';
-		close $fh;
-		my ($ppid) = $line =~ /\)\s+\S+\s+(\d+)/ or next;
-		next unless $ppid == $pm;
-		open(my $ch, '<', "/proc/$p/cmdline") or next;
-		my $cmd = do { local $/; <$ch> } // '';
-		close $ch;
-		return $p if $cmd =~ /zklock worker/;
-	}
-	return '';
-}
-
-sub proc_state
-{
-	my ($pid) = @_;
-	open(my $fh, '<', "/proc/$pid/stat") or return '';
-	my $line = <$fh> // '';
-	close $fh;
-	return $line =~ /\)\s+(\S)/ ? $1 : '';
-}
-
 sub accepts
 {
 	my ($node) = @_;
