@@ -1,0 +1,109 @@
+# The fast path, counted with zk_status()'s counters (no timing):
+#  (1) Uncontended, an acquire costs three ZooKeeper requests (create and
+#      listing sent back to back, then the watch on its own node) and a
+#      release one (the delete): 200 cycles in one session.
+#  (2) A handoff to a waiter of the same cluster needs no request at all:
+#      a holder and five waiters in cluster A, each granted as the one
+#      before releases; handoffs = 5, handoff_requests = 0, and every
+#      release fired one predecessor watch.
+#  (3) A handoff across clusters to the waiter right behind the holder
+#      needs no request either; a waiter further back whose predecessor was
+#      another cluster's waiter lists the directory again, once.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
+use ZklockTest;
+use Test::More;
+
+my $zk = zk_start(1);
+my $a = zklock_node('a', $zk);
+my $b = zklock_node('b', $zk);
+
+sub counters
+{
+	my ($node) = @_;
+	my %c;
+	@c{qw(zk_requests release_requests acquired released handoffs handoff_requests watch_events)} = split /\|/,
+	  $node->safe_psql('postgres',
+		'SELECT zk_requests, release_requests, acquired, released, handoffs, handoff_requests, watch_events FROM zk_status()');
+	return \%c;
+}
+
+sub delta
+{
+	my ($before, $after) = @_;
+	return { map { $_ => $after->{$_} - $before->{$_} } keys %$after };
+}
+
+# (1) Uncontended cycles.  A first cycle creates the lock's directory; the
+# directory is a container, which ZooKeeper may remove while it is empty,
+# so a few cycles may pay for it again.
+$a->safe_psql('postgres', "SELECT zk_lock_acquire('fp') > 0 AND zk_lock_release('fp')");
+wait_until(sub { counters($a)->{released} == 1 }, 10, 'the first release is done');
+my $c0 = counters($a);
+$a->safe_psql('postgres', "DO \$\$ BEGIN FOR i IN 1..200 LOOP PERFORM zk_lock_acquire('fp'); PERFORM zk_lock_release('fp'); END LOOP; END \$\$");
+wait_until(sub { counters($a)->{released} == $c0->{released} + 200 }, 20, 'every release is done');
+my $d = delta($c0, counters($a));
+is($d->{acquired}, 200, '(1) 200 acquires');
+is($d->{release_requests}, 200, '(1) one request per release: the delete');
+my $per_acquire = ($d->{zk_requests} - $d->{release_requests}) / 200;
+cmp_ok($per_acquire, '>=', 3, '(1) an acquire sends create, listing and its own node\'s watch');
+cmp_ok($per_acquire, '<', 3.1, sprintf('(1) ... and nothing more (%.3f requests per acquire)', $per_acquire));
+is($d->{handoffs}, 0, '(1) no handoff when nobody waits');
+
+# (2) Handoffs within one cluster.
+my $c1 = counters($a);
+my $holder = bg_session($a);
+$holder->query_safe("SELECT zk_lock_acquire('q') > 0");
+my @waiters;
+for my $i (1 .. 5)
+{
+	my $s = bg_session($a);
+	$s->query_until(qr/waiting\n/, "\\echo waiting\nSELECT zk_lock_acquire('q') > 0, zk_lock_release('q');\n");
+	wait_until(sub { $a->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE name = 'q' AND state = 'waiting'") == $i },
+		10, "waiter $i queues");
+	push @waiters, $s;
+}
+$holder->query_safe("SELECT zk_lock_release('q')");
+for my $s (@waiters)
+{
+	my ($out) = $s->query("SELECT 'sync'");
+	like($out, qr/^t\|t$/m, '(2) a waiter is granted in turn');
+	$s->quit;
+}
+wait_until(sub { !zk_ls($zk, '/zklock/q') }, 10, 'q empties');
+$d = delta($c1, counters($a));
+is($d->{handoffs}, 5, '(2) five handoffs');
+is($d->{handoff_requests}, 0, '(2) none needed a request: the predecessor was this cluster\'s holder');
+is($d->{watch_events}, 5, '(2) each release fired one predecessor watch');
+$holder->quit;
+
+# (3) Across clusters: A holds, B waits right behind, A2 waits behind B.
+my $ca = counters($a);
+my $cb = counters($b);
+my $ha = bg_session($a);
+$ha->query_safe("SELECT zk_lock_acquire('x') > 0");
+my $wb = bg_session($b);
+$wb->query_until(qr/waiting\n/, "\\echo waiting\nSELECT zk_lock_acquire('x') > 0;\n");
+wait_until(sub { zk_ls($zk, '/zklock/x') == 2 }, 10, 'B queues');
+my $wa = bg_session($a);
+$wa->query_until(qr/waiting\n/, "\\echo waiting\nSELECT zk_lock_acquire('x') > 0;\n");
+wait_until(sub { zk_ls($zk, '/zklock/x') == 3 }, 10, 'A2 queues');
+$ha->query_safe("SELECT zk_lock_release('x')");
+my ($out) = $wb->query("SELECT 'sync'");
+like($out, qr/^t$/m, '(3) B is granted after A\'s release');
+is(delta($cb, counters($b))->{handoff_requests}, 0, '(3) B, right behind the holder, needed no request');
+$wb->query_safe("SELECT zk_lock_release('x')");
+($out) = $wa->query("SELECT 'sync'");
+like($out, qr/^t$/m, '(3) A2 is granted after B\'s release');
+my $da = delta($ca, counters($a));
+is($da->{handoffs}, 1, '(3) one handoff in A');
+is($da->{handoff_requests}, 1, '(3) A2, whose predecessor was another cluster\'s waiter, listed the directory again once');
+$wa->query_safe("SELECT zk_lock_release('x')");
+$_->quit for ($ha, $wb, $wa);
+wait_until(sub { !zk_ls($zk, '/zklock/x') }, 10, 'x empties');
+is(join(',', zk_ls($zk, '/zklock/x'), zk_ls($zk, '/zklock/q'), zk_ls($zk, '/zklock/fp')), '', 'no node left');
+
+done_testing();
