@@ -149,34 +149,61 @@ public final class CuratorBench
 			System.out.println("measuring");
 			t0 = System.nanoTime();
 		});
-		List<List<double[]>> events = new ArrayList<>();
-		List<Thread> all = new ArrayList<>();
-		List<Throwable> failures = new ArrayList<>();
+		Workers workers = new Workers();
 
 		for (int i = 0; i < threads; i++)
+			workers.start(new InterProcessMutex(client, ROOT + (same ? "/c" : "/b" + i)), (mutex, mine) -> {
+				for (int w = 0; w < warmup; w++)
+				{
+					mutex.acquire();
+					mutex.release();
+				}
+				barrier.await();
+				long end = t0 + (long) (seconds * 1e9);
+				while (System.nanoTime() < end)
+					cycle(mutex, mine);
+			});
+		workers.join("a thread");
+		System.out.println(eventsJson(workers.events, seconds, session(client)));
+	}
+
+	/* Acquire, then release at once; adds [granted, released] to mine. */
+	private static void cycle(InterProcessMutex mutex, List<double[]> mine) throws Exception
+	{
+		mutex.acquire();
+		long granted = System.nanoTime();
+		long released = System.nanoTime();
+		mutex.release();
+		mine.add(new double[] {ms(granted), ms(released)});
+	}
+
+	/* What a thread of Workers runs: its mutex, and its list of events. */
+	private interface Body
+	{
+		void run(InterProcessMutex mutex, List<double[]> mine) throws Exception;
+	}
+
+	/*
+	 * Threads each running a Body on a mutex of their own, each with its own
+	 * list of [granted, released] events (in events, in the order the threads
+	 * were started); join() waits for all of them and rethrows the first
+	 * failure.
+	 */
+	private static final class Workers
+	{
+		final List<List<double[]>> events = new ArrayList<>();
+		private final List<Thread> all = new ArrayList<>();
+		private final List<Throwable> failures = new ArrayList<>();
+
+		void start(InterProcessMutex mutex, Body body)
 		{
 			List<double[]> mine = new ArrayList<>();
-			InterProcessMutex mutex = new InterProcessMutex(client, ROOT + (same ? "/c" : "/b" + i));
 
 			events.add(mine);
 			Thread t = new Thread(() -> {
 				try
 				{
-					for (int w = 0; w < warmup; w++)
-					{
-						mutex.acquire();
-						mutex.release();
-					}
-					barrier.await();
-					long end = t0 + (long) (seconds * 1e9);
-					while (System.nanoTime() < end)
-					{
-						mutex.acquire();
-						long granted = System.nanoTime();
-						long released = System.nanoTime();
-						mutex.release();
-						mine.add(new double[] {ms(granted), ms(released)});
-					}
+					body.run(mutex, mine);
 				}
 				catch (Throwable e)
 				{
@@ -189,11 +216,14 @@ public final class CuratorBench
 			all.add(t);
 			t.start();
 		}
-		for (Thread t : all)
-			t.join();
-		if (!failures.isEmpty())
-			throw new IllegalStateException("a thread failed", failures.get(0));
-		System.out.println(eventsJson(events, seconds, session(client)));
+
+		void join(String who) throws Exception
+		{
+			for (Thread t : all)
+				t.join();
+			if (!failures.isEmpty())
+				throw new IllegalStateException(who + " failed", failures.get(0));
+		}
 	}
 
 	private static String eventsJson(List<List<double[]>> events, double seconds, String session)
@@ -220,49 +250,20 @@ public final class CuratorBench
 		BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
 		String path = ROOT + "/d" + n;
 		InterProcessMutex holder = new InterProcessMutex(client, path);
-		List<List<double[]>> events = new ArrayList<>();
-		List<Thread> all = new ArrayList<>();
-		List<Throwable> failures = new ArrayList<>();
+		Workers workers = new Workers();
 
 		System.out.println("session " + session(client));
 		in.readLine();
 		holder.acquire();
 		t0 = System.nanoTime();
 		for (int i = 0; i < n; i++)
-		{
-			List<double[]> mine = new ArrayList<>();
-			InterProcessMutex mutex = new InterProcessMutex(client, path);
-
-			events.add(mine);
-			Thread t = new Thread(() -> {
-				try
-				{
-					mutex.acquire();
-					long granted = System.nanoTime();
-					long released = System.nanoTime();
-					mutex.release();
-					mine.add(new double[] {ms(granted), ms(released)});
-				}
-				catch (Throwable e)
-				{
-					synchronized (failures)
-					{
-						failures.add(e);
-					}
-				}
-			});
-			all.add(t);
-			t.start();
-		}
+			workers.start(new InterProcessMutex(client, path), CuratorBench::cycle);
 		System.out.println("started");
 		in.readLine();
 		t0 = System.nanoTime();
 		holder.release();
-		for (Thread t : all)
-			t.join();
-		if (!failures.isEmpty())
-			throw new IllegalStateException("a waiter failed", failures.get(0));
-		System.out.println("done " + eventsJson(events, ms(System.nanoTime()) / 1e3, session(client)));
+		workers.join("a waiter");
+		System.out.println("done " + eventsJson(workers.events, ms(System.nanoTime()) / 1e3, session(client)));
 		in.readLine();
 	}
 }

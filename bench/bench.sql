@@ -8,19 +8,25 @@
 
 CREATE SCHEMA IF NOT EXISTS zkbench;
 
--- Shape (a): one session, one lock, acquire + release in a loop.  WARMUP
--- unmeasured cycles, then cycles for SECONDS or MAXN of them; returns each
--- cycle's latency.
-CREATE OR REPLACE FUNCTION zkbench.uncontended(kind text, lockname text, seconds float8,
-	warmup int, maxn int)
-RETURNS float8[]
+-- The loop behind shapes (a) to (c): WARMUP unmeasured acquire + release
+-- cycles, then, from START_AT (NULL: as soon as the warm-up is done), cycles
+-- for SECONDS or MAXN of them.  Returns a row per measured cycle, in order:
+-- when it started, when the lock was granted (the call to release follows
+-- at once) and when the release returned.  Rows are built once at the end,
+-- so the loop does no arithmetic.
+CREATE OR REPLACE FUNCTION zkbench.cycles(kind text, lockname text, warmup int,
+	start_at timestamptz, seconds float8, maxn int)
+RETURNS TABLE (started timestamptz, granted timestamptz, ended timestamptz)
 LANGUAGE plpgsql AS $$
 DECLARE
 	key bigint := hashtext(lockname);
 	zk boolean := kind = 'zklock';
-	lat float8[] := '{}';
+	starts timestamptz[] := '{}';
+	grants timestamptz[] := '{}';
+	ends timestamptz[] := '{}';
 	stop timestamptz;
 	t0 timestamptz;
+	g timestamptz;
 	t1 timestamptz;
 	n int := 0;
 BEGIN
@@ -33,76 +39,59 @@ BEGIN
 			PERFORM pg_advisory_unlock(key);
 		END IF;
 	END LOOP;
-	stop := clock_timestamp() + make_interval(secs => seconds);
+	IF start_at IS NOT NULL THEN
+		PERFORM pg_sleep(greatest(0, extract(epoch FROM start_at - clock_timestamp())));
+	END IF;
+	stop := coalesce(start_at, clock_timestamp()) + make_interval(secs => seconds);
 	WHILE n < maxn LOOP
 		t0 := clock_timestamp();
 		EXIT WHEN t0 >= stop;
-		IF zk THEN
-			PERFORM zk_lock_acquire(lockname);
-			PERFORM zk_lock_release(lockname);
-		ELSE
-			PERFORM pg_advisory_lock(key);
-			PERFORM pg_advisory_unlock(key);
-		END IF;
-		t1 := clock_timestamp();
-		n := n + 1;
-		lat[n] := extract(epoch FROM t1 - t0) * 1000;
-	END LOOP;
-	RETURN lat;
-END
-$$;
-
--- Shapes (b) and (c): WARMUP cycles, then from START_AT (common to every
--- session of the run) acquire + release for SECONDS.  Returns JSON: n, and
--- each cycle's grant and release time relative to START_AT.
-CREATE OR REPLACE FUNCTION zkbench.loop(kind text, lockname text, warmup int,
-	start_at timestamptz, seconds float8)
-RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-	key bigint := hashtext(lockname);
-	zk boolean := kind = 'zklock';
-	granted timestamptz[] := '{}';
-	released timestamptz[] := '{}';
-	stop timestamptz := start_at + make_interval(secs => seconds);
-	g timestamptz;
-	r timestamptz;
-	n int := 0;
-BEGIN
-	FOR i IN 1..warmup LOOP
-		IF zk THEN
-			PERFORM zk_lock_acquire(lockname);
-			PERFORM zk_lock_release(lockname);
-		ELSE
-			PERFORM pg_advisory_lock(key);
-			PERFORM pg_advisory_unlock(key);
-		END IF;
-	END LOOP;
-	PERFORM pg_sleep(greatest(0, extract(epoch FROM start_at - clock_timestamp())));
-	WHILE clock_timestamp() < stop LOOP
 		IF zk THEN
 			PERFORM zk_lock_acquire(lockname);
 		ELSE
 			PERFORM pg_advisory_lock(key);
 		END IF;
 		g := clock_timestamp();
-		r := clock_timestamp();
 		IF zk THEN
 			PERFORM zk_lock_release(lockname);
 		ELSE
 			PERFORM pg_advisory_unlock(key);
 		END IF;
+		t1 := clock_timestamp();
 		n := n + 1;
-		granted[n] := g;
-		released[n] := r;
+		starts[n] := t0;
+		grants[n] := g;
+		ends[n] := t1;
 	END LOOP;
-	-- Converted once at the end, so the loop does no arithmetic.
-	RETURN json_build_object('n', n,
-		'granted', (SELECT coalesce(array_agg(extract(epoch FROM t - start_at) * 1000 ORDER BY i), '{}')
-					FROM unnest(granted) WITH ORDINALITY AS u(t, i)),
-		'released', (SELECT coalesce(array_agg(extract(epoch FROM t - start_at) * 1000 ORDER BY i), '{}')
-					 FROM unnest(released) WITH ORDINALITY AS u(t, i)))::text;
+	RETURN QUERY SELECT * FROM unnest(starts, grants, ends);
 END
+$$;
+
+-- Shape (a): one session, one lock, acquire + release in a loop.  WARMUP
+-- unmeasured cycles, then cycles for SECONDS or MAXN of them; returns each
+-- cycle's latency.
+CREATE OR REPLACE FUNCTION zkbench.uncontended(kind text, lockname text, seconds float8,
+	warmup int, maxn int)
+RETURNS float8[]
+LANGUAGE sql AS $$
+	SELECT coalesce(array_agg((extract(epoch FROM c.ended - c.started) * 1000)::float8 ORDER BY c.i), '{}')
+	FROM zkbench.cycles(kind, lockname, warmup, NULL, seconds, maxn)
+		WITH ORDINALITY AS c(started, granted, ended, i)
+$$;
+
+-- Shapes (b) and (c): WARMUP cycles, then from START_AT (common to every
+-- session of the run) acquire + release for SECONDS.  Returns JSON: n, and
+-- each cycle's grant and release time relative to START_AT (the release is
+-- called as soon as the lock is granted: the same time).
+CREATE OR REPLACE FUNCTION zkbench.loop(kind text, lockname text, warmup int,
+	start_at timestamptz, seconds float8)
+RETURNS text
+LANGUAGE sql AS $$
+	SELECT json_build_object('n', count(*),
+		'granted', coalesce(array_agg(extract(epoch FROM c.granted - start_at) * 1000 ORDER BY c.i), '{}'),
+		'released', coalesce(array_agg(extract(epoch FROM c.granted - start_at) * 1000 ORDER BY c.i), '{}'))::text
+	FROM zkbench.cycles(kind, lockname, warmup, start_at, seconds, 2147483647)
+		WITH ORDINALITY AS c(started, granted, ended, i)
 $$;
 
 -- Shape (d): wait for the lock once, release it as soon as it is granted;

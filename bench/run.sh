@@ -33,27 +33,7 @@ WORK=
 BENCH_PID=
 STARTED=$SECONDS
 
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM HUP
-	if [ -n "$BENCH_PID" ] && kill -0 "$BENCH_PID" 2>/dev/null; then
-		kill -TERM "$BENCH_PID" 2>/dev/null || true
-		wait "$BENCH_PID" 2>/dev/null || true
-	fi
-	if [ -n "$WORK" ]; then
-		stop_all_under "$WORK"
-		if [ "$rc" -eq 0 ] && [ "${ZKLOCK_KEEP_WORK:-0}" != 1 ]; then
-			rm -rf "$WORK"
-		else
-			echo "work directory kept: $WORK" >&2
-		fi
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+cleanup_on_exit BENCH_PID
 
 say() { printf '==== %s ====\n' "$*"; }
 

@@ -4,7 +4,8 @@
 # clusters A and B on loopback ports (temporary directories), then has A take
 # 'abc.json' for 3 seconds while B tries, waits, and gets it when A's session
 # ends.  Prints each step with a timestamp, the zk_locks view and the znodes;
-# stops everything it started by pid at exit.
+# stops everything it started by pid at exit (ZKLOCK_KEEP_WORK=1 keeps the
+# work directory; it is always kept on failure).
 set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -15,24 +16,8 @@ ZKSERVER=$TOP/test/zkserver.sh
 WORK=
 A_PID=
 
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM HUP
-	# A's psql first, then every server under the work directory, by pid.
-	if [ -n "$A_PID" ] && kill -0 "$A_PID" 2>/dev/null; then
-		kill -TERM "$A_PID" 2>/dev/null || true
-		wait "$A_PID" 2>/dev/null || true
-	fi
-	if [ -n "$WORK" ]; then
-		stop_all_under "$WORK"
-		if [ "$rc" -eq 0 ]; then rm -rf "$WORK"; else echo "work directory kept: $WORK" >&2; fi
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+# At exit: A's psql first, then every server under the work directory, by pid.
+cleanup_on_exit A_PID
 
 step() { printf '%s  %s\n' "$(date +%H:%M:%S.%3N)" "$*"; }
 indent() { sed "s/^/$1/"; }

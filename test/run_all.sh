@@ -23,24 +23,8 @@ FAILED_STAGES=()
 
 say() { printf '\n==== %s ====\n' "$*"; }
 
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM HUP
-	kill_current
-	if [ -n "$WORK" ]; then
-		stop_all_under "$WORK"
-		if [ "$rc" -eq 0 ] && [ "${ZKLOCK_KEEP_WORK:-0}" != 1 ]; then
-			rm -rf "$WORK"
-		else
-			echo "work directory kept: $WORK" >&2
-		fi
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+# shellcheck disable=SC2119 # no background children of its own to stop
+cleanup_on_exit
 
 stage_failed() {
 	FAILED_STAGES+=("$1")

@@ -1,6 +1,7 @@
-# Shell helpers shared by test/run_all.sh and test/demo.sh (sourced, not run):
-# who runs PostgreSQL, a private work tree, throw-away clusters on loopback
-# ports, and stopping by pid everything started under a work directory.
+# Shell helpers shared by test/run_all.sh, test/demo.sh and bench/run.sh
+# (sourced, not run): who runs PostgreSQL, a private work tree, throw-away
+# clusters on loopback ports, stopping by pid everything started under a work
+# directory, and the clean-up at exit that does it.
 # Callers use `set -euo pipefail`; these functions expect it.
 # shellcheck shell=bash
 # shellcheck disable=SC2034 # PG_CONFIG, AS_ROOT, ... are for the callers
@@ -161,4 +162,46 @@ kill_current() {
 	done
 	kill -KILL -- "-$CURRENT_PID" 2>/dev/null || true
 	CURRENT_PID=
+}
+
+# Stop a background child of this shell if it still runs: TERM, then wait.
+stop_child() {
+	local pid=$1
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	fi
+}
+
+# cleanup_on_exit [VAR...]: however the script ends (INT, TERM and HUP exit
+# with 130, 143 and 129), first end what run_logged still runs and the
+# background children whose pids are in the variables VAR (read at exit),
+# then stop by pid every server under WORK (when set) and remove it if the
+# script succeeded and ZKLOCK_KEEP_WORK is not 1; a kept one is named on
+# stderr.  The exit status stays the script's.
+CLEANUP_PIDS=()
+cleanup_on_exit() {
+	CLEANUP_PIDS=("$@")
+	trap exit_cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	trap 'exit 129' HUP
+}
+
+exit_cleanup() {
+	local rc=$? var
+	trap - EXIT INT TERM HUP
+	kill_current
+	for var in "${CLEANUP_PIDS[@]}"; do
+		stop_child "${!var}"
+	done
+	if [ -n "${WORK:-}" ]; then
+		stop_all_under "$WORK"
+		if [ "$rc" -eq 0 ] && [ "${ZKLOCK_KEEP_WORK:-0}" != 1 ]; then
+			rm -rf "$WORK"
+		else
+			echo "work directory kept: $WORK" >&2
+		fi
+	fi
+	exit "$rc"
 }
