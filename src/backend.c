@@ -73,7 +73,6 @@ static void zkl_xact_callback(XactEvent event, void *arg);
 static void zkl_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								 SubTransactionId parentSubid, void *arg);
 static void zkl_backend_exit(int code, Datum arg);
-static bool zkl_release_session_hold(const char *key, bool shared, bool warn);
 
 void
 zkl_backend_init(void)
@@ -643,6 +642,16 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 }
 
 /*
+ * The SQL timeout argument in ms: negative (NULL) means lock_timeout, where
+ * 0 waits forever; an explicit 0 means "do not wait" and is a try.
+ */
+static int64
+zkl_wait_limit(int64 timeout_ms)
+{
+	return timeout_ms < 0 ? LockTimeout : timeout_ms;
+}
+
+/*
  * SQL-facing acquire.  timeout_ms < 0 means "use lock_timeout", where 0
  * waits forever; an explicit zero means do not wait at all.
  */
@@ -654,12 +663,8 @@ zkl_acquire(text *name, bool shared, bool xact, bool try_only, int64 timeout_ms,
 	zkl_require_shmem();
 	zkl_name_key(name, key);
 	if (try_only)
-		timeout_ms = 0;
-	else if (timeout_ms < 0)
-		timeout_ms = LockTimeout;
-	else if (timeout_ms == 0)
-		try_only = true;
-	return zkl_request(key, shared, xact, try_only, timeout_ms, token);
+		return zkl_request(key, shared, xact, true, 0, token);
+	return zkl_request(key, shared, xact, timeout_ms == 0, zkl_wait_limit(timeout_ms), token);
 }
 
 /* Release one session-scope hold; false plus a warning when there is none. */
@@ -671,11 +676,35 @@ zkl_cmp_names(const void *a, const void *b)
 }
 
 /*
+ * Turn the newest transaction-scope hold of an exclusive lock into a
+ * session-scope one.
+ */
+static void
+zkl_hold_for_session(const char *name)
+{
+	zkl_local_lock *lock = zkl_find_local(name, false);
+
+	for (int i = zkl_n_xact_holds - 1; i >= 0; i--)
+	{
+		if (strcmp(zkl_xact_holds[i].key, lock->key) != 0)
+			continue;
+		memmove(&zkl_xact_holds[i], &zkl_xact_holds[i + 1],
+				sizeof(zkl_xact_hold) * (zkl_n_xact_holds - i - 1));
+		zkl_n_xact_holds--;
+		break;
+	}
+	lock->xact_count--;
+	lock->session_count++;
+	zkl_update_slot_counts(lock);
+}
+
+/*
  * Take every lock of a set or none, one after the other in canonical order,
  * so that two callers with overlapping sets cannot deadlock; duplicates are
  * folded.  One deadline covers the whole set.  tokens[i] is names[i]'s.
- * When one fails, the session-scope holds this call took are given back;
- * transaction-scope ones go with the (sub)transaction the error aborts.
+ * The set is taken in transaction scope, so that an error part way gives
+ * back what was taken with the (sub)transaction it aborts; a session-scope
+ * set becomes one only once it is complete.
  */
 void
 zkl_acquire_set(const char **names, int n, bool xact, int64 timeout_ms, int64 *tokens)
@@ -683,8 +712,8 @@ zkl_acquire_set(const char **names, int n, bool xact, int64 timeout_ms, int64 *t
 	const char **order = palloc(sizeof(char *) * Max(n, 1));
 	int64	   *order_tokens = palloc(sizeof(int64) * Max(n, 1));
 	int			ndistinct = 0;
-	int			volatile taken = 0;
-	bool		try_only = false;
+	bool		try_only = timeout_ms == 0;
+	int64		limit_ms = zkl_wait_limit(timeout_ms);
 	TimestampTz deadline = 0;
 
 	zkl_require_shmem();
@@ -694,38 +723,22 @@ zkl_acquire_set(const char **names, int n, bool xact, int64 timeout_ms, int64 *t
 		if (ndistinct == 0 || strcmp(order[ndistinct - 1], order[i]) != 0)
 			order[ndistinct++] = order[i];
 
-	if (timeout_ms < 0)
-		timeout_ms = LockTimeout;
-	else if (timeout_ms == 0)
-		try_only = true;
-	if (timeout_ms > 0)
-		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
-
-	PG_TRY();
+	if (limit_ms > 0)
+		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), limit_ms);
+	for (int i = 0; i < ndistinct; i++)
 	{
+		if (deadline != 0)
+			limit_ms = Max(1, zkl_ms_until(deadline, GetCurrentTimestamp()));
+		if (!zkl_request(order[i], false, true, try_only, limit_ms, &order_tokens[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("could not obtain ZooKeeper lock \"%s\"", order[i]),
+					 errdetail("Another holder has it and the timeout is zero; none of the %d locks is held.",
+							   ndistinct)));
+	}
+	if (!xact)
 		for (int i = 0; i < ndistinct; i++)
-		{
-			int64		left = timeout_ms;
-
-			if (deadline != 0)
-				left = Max(1, zkl_ms_until(deadline, GetCurrentTimestamp()));
-			if (!zkl_request(order[i], false, xact, try_only, left, &order_tokens[i]))
-				ereport(ERROR,
-						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-						 errmsg("could not obtain ZooKeeper lock \"%s\"", order[i]),
-						 errdetail("Another holder has it and the timeout is zero; none of the %d locks is held.",
-								   ndistinct)));
-			taken = i + 1;
-		}
-	}
-	PG_CATCH();
-	{
-		if (!xact)
-			for (int i = taken - 1; i >= 0; i--)
-				zkl_release_session_hold(order[i], false, false);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+			zkl_hold_for_session(order[i]);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -737,29 +750,22 @@ zkl_acquire_set(const char **names, int n, bool xact, int64 timeout_ms, int64 *t
 	pfree(order_tokens);
 }
 
+/* Release one session-scope hold; false plus a warning when there is none. */
 bool
 zkl_release_session(text *name, bool shared)
 {
 	char		key[ZKL_MAX_NAME_LEN + 1];
+	zkl_local_lock *lock;
 
 	zkl_require_shmem();
 	zkl_name_key(name, key);
-	return zkl_release_session_hold(key, shared, true);
-}
-
-/* Give back one session-scope hold; false (and a warning if asked) when none. */
-static bool
-zkl_release_session_hold(const char *key, bool shared, bool warn)
-{
-	zkl_local_lock *lock = zkl_find_local(key, shared);
-
+	lock = zkl_find_local(key, shared);
 	if (lock == NULL || lock->session_count == 0)
 	{
-		if (warn)
-			ereport(WARNING,
-					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-					 shared ? errmsg("you don't own a shared ZooKeeper lock named \"%s\"", key)
-					 : errmsg("you don't own a ZooKeeper lock named \"%s\"", key)));
+		ereport(WARNING,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 shared ? errmsg("you don't own a shared ZooKeeper lock named \"%s\"", key)
+				 : errmsg("you don't own a ZooKeeper lock named \"%s\"", key)));
 		return false;
 	}
 	lock->session_count--;
