@@ -42,9 +42,7 @@
 /* This backend's slots, by mode and lock name. */
 typedef struct zkl_local_lock
 {
-	char		key[ZKL_KEY_LEN];
-	char		name[ZKL_MAX_NAME_LEN + 1];
-	bool		shared;
+	char		key[ZKL_KEY_LEN];	/* mode letter, then the name */
 	int			slotno;
 	uint32		generation;
 	int32		session_count;
@@ -311,7 +309,7 @@ zkl_report_if_lost(zkl_local_lock *lock)
 	if (!zkl_lock_is_lost(lock))
 		return;
 
-	strlcpy(name, lock->name, sizeof(name));
+	strlcpy(name, lock->key + 1, sizeof(name));
 	zkl_drop_local(lock);
 	ereport(ERROR,
 			(errcode(ERRCODE_ZKLOCK_LOST),
@@ -626,8 +624,6 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 
 	zkl_wait_slotno = -1;
 	lock = hash_search(zkl_locks, key, HASH_ENTER, &found);
-	strlcpy(lock->name, name, sizeof(lock->name));
-	lock->shared = shared;
 	lock->slotno = slotno;
 	lock->generation = generation;
 	lock->session_count = xact ? 0 : 1;

@@ -361,7 +361,7 @@ zk_status(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Datum		values[18];
 	bool		nulls[18] = {0};
-	int			used = 0;
+	int			used;
 	zkl_shared_state *s;
 
 	zkl_require_shmem();
@@ -370,9 +370,7 @@ zk_status(PG_FUNCTION_ARGS)
 	s = zkl_shared;
 
 	LWLockAcquire(s->lock, LW_SHARED);
-	for (int i = 0; i < s->nslots; i++)
-		if (s->slots[i].state != ZKL_SLOT_FREE)
-			used++;
+	used = zkl_slots_used();
 	values[0] = CStringGetTextDatum(s->worker_pid == 0 ? "no worker" : zkl_session_state_name(s->session_state));
 	if (s->session_id != 0)
 		values[1] = CStringGetTextDatum(psprintf("0x%llx", (unsigned long long) s->session_id));

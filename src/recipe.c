@@ -124,6 +124,22 @@ zkl_check_sent(int slotno, int rc)
 	}
 }
 
+/*
+ * Abandon what the worker was doing for a slot: results of requests still
+ * in flight no longer match its opgen and are dropped.
+ */
+static void
+zkl_end_work(zkl_work *work)
+{
+	work->opgen++;
+	work->phase = ZKL_PH_IDLE;
+	work->retry = false;
+	work->fail_rc = 0;
+	work->parent_attempts = 0;
+	work->waited = work->handoff = false;
+	zkl_inspect_free(work);
+}
+
 /* Forget the slot: only done once no node of it can exist any more. */
 static void
 zkl_free_slot(int slotno)
@@ -134,14 +150,7 @@ zkl_free_slot(int slotno)
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	zkl_slot_clear(slot);
 	LWLockRelease(zkl_shared->lock);
-
-	work->opgen++;
-	work->phase = ZKL_PH_IDLE;
-	work->retry = false;
-	work->fail_rc = 0;
-	work->parent_attempts = 0;
-	work->waited = work->handoff = false;
-	zkl_inspect_free(work);
+	zkl_end_work(work);
 }
 
 /* Report a final outcome to the waiting backend, which frees the slot. */
@@ -159,9 +168,7 @@ zkl_fail_slot(int slotno, int rc)
 		return;
 	}
 
-	work->opgen++;
-	work->phase = ZKL_PH_IDLE;
-	work->retry = false;
+	zkl_end_work(work);
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	if (!slot->wanted)
 	{
@@ -254,10 +261,7 @@ zkl_requeue(int slotno, zkl_slot *slot)
 {
 	zkl_work   *work = &zkl_works[slotno];
 
-	work->opgen++;
-	work->phase = ZKL_PH_IDLE;
-	work->retry = false;
-	work->handoff = false;
+	zkl_end_work(work);
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	slot->node[0] = '\0';
 	LWLockRelease(zkl_shared->lock);
@@ -355,8 +359,7 @@ zkl_redo(int slotno, zkl_slot *slot)
 			break;
 		case ZKL_PH_INSPECTING:
 			/* Read the directory again from the start. */
-			zkl_inspect_free(work);
-			work->opgen++;
+			zkl_end_work(work);
 			zkl_inspect_start(slotno, slot);
 			break;
 		default:
@@ -564,7 +567,9 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
  * Whether a slot of ours holds, or held until its release, the lowest node
  * of its directory: an exclusive grant is the lowest node, and no lower one
  * can appear.  Not a shared hold (other readers may be lower), nor one with
- * the holder's own read below it.
+ * the holder's own read below it.  ZooKeeper sends a deletion's watch
+ * events before the delete's answer, so a waiter of ours hears of its
+ * predecessor while our slot still shows the release.
  */
 static bool
 zkl_was_lowest(const zkl_slot *holder)
@@ -572,30 +577,6 @@ zkl_was_lowest(const zkl_slot *holder)
 	return holder->kind != ZKL_NODE_READ && holder->sibling_slotno < 0 &&
 		holder->granted_at != 0 &&
 		(holder->state == ZKL_SLOT_HELD || holder->state == ZKL_SLOT_RELEASING);
-}
-
-/*
- * Our hold's node is deleted: a waiter of ours that watches it is now
- * lowest.  Grant at once, without waiting for the watch or reading the
- * directory again.
- */
-static void
-zkl_hand_over(zkl_slot *holder)
-{
-	if (!zkl_was_lowest(holder))
-		return;
-	for (int i = 0; i < zkl_shared->nslots; i++)
-	{
-		zkl_slot   *slot = &zkl_shared->slots[i];
-
-		if (zkl_works[i].phase == ZKL_PH_WATCHING &&
-			strcmp(zkl_works[i].pred, holder->node) == 0 &&
-			strcmp(slot->dir, holder->dir) == 0)
-		{
-			zkl_grant(i, slot);
-			return;
-		}
-	}
 }
 
 /*
@@ -723,9 +704,7 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 		dsm_detach(seg);
 	}
 
-	zkl_inspect_free(work);
-	work->opgen++;
-	work->phase = ZKL_PH_IDLE;
+	zkl_end_work(work);
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	wanted = slot->wanted;
 	if (wanted)
@@ -801,8 +780,6 @@ zkl_handle_event(zkl_event *ev)
 	zkl_slot   *slot;
 	zkl_work   *work;
 	bool		wanted;
-	bool		deleted;
-	bool		was_held;
 
 	if (slotno < 0 || slotno >= zkl_shared->nslots)
 		return;
@@ -947,8 +924,7 @@ zkl_handle_event(zkl_event *ev)
 				if (slot->state == ZKL_SLOT_HELD)
 					zkl_mark_lost(slot, "its node was deleted");
 				LWLockRelease(zkl_shared->lock);
-				work->opgen++;
-				work->phase = ZKL_PH_IDLE;
+				zkl_end_work(work);
 			}
 			else if (ev->type != 0 || ev->rc != ZOK)
 			{
@@ -964,7 +940,6 @@ zkl_handle_event(zkl_event *ev)
 		case ZKL_EV_DELETED:
 			if (work->phase != ZKL_PH_DELETING)
 				break;
-			deleted = ev->rc == ZOK;
 			if (ev->rc != ZOK && ev->rc != ZNONODE && !zkl_connection_trouble(slotno, ev->rc))
 			{
 				/* Nothing more to try: the ephemeral node lasts until the session ends. */
@@ -988,12 +963,9 @@ zkl_handle_event(zkl_event *ev)
 					break;
 				}
 				LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-				was_held = slot->state == ZKL_SLOT_RELEASING && slot->granted_at != 0;
-				if (was_held)
+				if (slot->state == ZKL_SLOT_RELEASING && slot->granted_at != 0)
 					zkl_shared->n_released++;
 				LWLockRelease(zkl_shared->lock);
-				if (was_held && deleted)
-					zkl_hand_over(slot);
 				zkl_free_slot(slotno);
 			}
 			break;
@@ -1050,13 +1022,7 @@ zkl_session_lost(void)
 		}
 		LWLockRelease(zkl_shared->lock);
 
-		work->opgen++;
-		work->phase = ZKL_PH_IDLE;
-		work->retry = false;
-		work->fail_rc = 0;
-		work->parent_attempts = 0;
-		work->waited = work->handoff = false;
-		zkl_inspect_free(work);
+		zkl_end_work(work);
 		if (free_it)
 			zkl_free_slot(i);
 	}

@@ -99,6 +99,18 @@ zkl_wake_backend(zkl_slot *slot)
  * "queued" is left alone: the index may still sit in the queue, and the
  * worker skips free slots it pops.
  */
+/* Slots not free (requests, holds, releases in flight).  Caller holds the lock. */
+int
+zkl_slots_used(void)
+{
+	int			used = 0;
+
+	for (int i = 0; i < zkl_shared->nslots; i++)
+		if (zkl_shared->slots[i].state != ZKL_SLOT_FREE)
+			used++;
+	return used;
+}
+
 void
 zkl_slot_clear(zkl_slot *slot)
 {

@@ -551,10 +551,6 @@ zkl_run_pending(void)
 }
 
 /*
- * The session stays open on an error exit: the next worker reattaches to it
- * and every hold survives.  Only a shutdown request closes it (below).
- */
-/*
  * Keep the session's liveness known: a heartbeat every sixth of the session
  * timeout, or at once when a committing backend asks for fresh proof.
  */
@@ -588,16 +584,18 @@ zkl_heartbeat(void)
 static int
 zkl_slots_in_use(void)
 {
-	int			used = 0;
+	int			used;
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	for (int i = 0; i < zkl_shared->nslots; i++)
-		if (zkl_shared->slots[i].state != ZKL_SLOT_FREE)
-			used++;
+	used = zkl_slots_used();
 	LWLockRelease(zkl_shared->lock);
 	return used;
 }
 
+/*
+ * The session stays open on an error exit: the next worker reattaches to it
+ * and every hold survives.  Only a shutdown request closes it (below).
+ */
 static void
 zkl_worker_exit(int code, Datum arg)
 {

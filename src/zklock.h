@@ -160,6 +160,7 @@ extern void zkl_shmem_startup(void);
 extern void zkl_require_shmem(void);
 extern void zkl_queue_push(int slotno);
 extern void zkl_slot_clear(zkl_slot *slot);
+extern int	zkl_slots_used(void);
 extern void zkl_wake_worker(void);
 extern void zkl_wake_backend(zkl_slot *slot);
 
