@@ -76,11 +76,17 @@ fourlw() {
 
 # True if PID is a live (not zombie) ZooKeeper process using config CFG, so a
 # recycled pid never gets signalled.
-is_our_server() {
-	local pid=$1 cfg=$2 state
-	[ -r "/proc/$pid/cmdline" ] || return 1
+# A process that exists and is not a zombie.
+is_alive() {
+	local pid=$1 state
+	[ -r "/proc/$pid/status" ] || return 1
 	state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$pid/status" 2>/dev/null) || return 1
-	[ "$state" != Z ] || return 1
+	[ -n "$state" ] && [ "$state" != Z ]
+}
+
+is_our_server() {
+	local pid=$1 cfg=$2
+	is_alive "$pid" || return 1
 	tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF "$cfg"
 }
 
@@ -161,7 +167,13 @@ wait_ready() {
 	while :; do
 		pending=()
 		for i in "$@"; do
-			if ! is_our_server "$(cat "$DIR/zk$i.pid")" "$DIR/zk$i/zoo.cfg"; then
+			local pid; pid=$(cat "$DIR/zk$i.pid")
+			if ! is_our_server "$pid" "$DIR/zk$i/zoo.cfg"; then
+				# Until the launching subshell has exec'd java, its command
+				# line is still the shell's: alive means not started yet.
+				if is_alive "$pid"; then
+					pending+=("$i"); continue
+				fi
 				echo "zkserver.sh: ZooKeeper server $i exited during startup" >&2
 				show_logs "$i"
 				return 1
