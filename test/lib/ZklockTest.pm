@@ -560,7 +560,8 @@ python3-kazoo).  Commands as documented in those files.
 =cut
 
 push @EXPORT, qw(peer_start curator_peer kazoo_peer sql_result bg_result peer_gets zk_wait_empty
-  worker_pid worker_pid_os proc_state);
+  worker_pid worker_pid_os proc_state zk_base zk_status_of lock_state committed queue_waiter
+  bg_collect waiter_grant held_znode diag_locks);
 
 my @curator_jars = qw(curator-recipes curator-framework curator-client
   zookeeper zookeeper-jute guava slf4j-api slf4j-nop);
@@ -814,6 +815,142 @@ sub proc_state
 	my $line = <$fh> // '';
 	close $fh;
 	return $line =~ /\)\s+(\S)/ ? $1 : '';
+}
+
+
+=head1 Small helpers of the fault tests
+
+=over
+
+=item zk_base($path)
+
+The last component of a ZooKeeper path: the name under which zk_ls lists
+the node.
+
+=item zk_status_of($node)
+
+Every column of $node's zk_status() as a hash ref (state, session_id,
+negotiated_timeout, lost, ...), as psql prints them; a NULL reads as ''.
+
+=item lock_state($node, $pid, $name)
+
+The state zk_locks shows for lock $name of backend $pid of $node ('held',
+'waiting', 'lost', ...), or 'none' when it has no such entry.
+
+=item committed($node, $tag)
+
+How many rows of table work in $node carry tag $tag (as text).
+
+=item queue_waiter($node, $zk, $name, $timeout)
+
+Start a session of $node that waits for lock $name (C<$timeout> an interval
+such as '20s') and wait until zk_locks shows it waiting and the lock's
+directory in ZooKeeper has two children (the holder and this waiter); a
+test assertion when that does not happen within 15 s.  The session prints
+C<granted|t|epoch of the grant> once granted: read it with
+C<< $w->{s}->query("SELECT 'sync'") >>.  Returns
+C<< { s => $session, pid => $backend_pid } >>.
+
+=item bg_collect($session)
+
+Wait for what background session $session is running, and return what it
+printed since its last query and its errors: C<($out, $err)>.  Its stderr
+is cleared.
+
+=item waiter_grant($waiter)
+
+Wait for a waiter started by queue_waiter and return C<($at, $out, $err)>:
+$at is the epoch at which it was granted (undef if it was not), $out and
+$err as bg_collect's.
+
+=item held_znode($node, $pid, $name)
+
+The znode by which backend $pid of $node holds lock $name, as zk_locks
+shows it; '' when it does not hold it.
+
+=item diag_locks($what, $zk, \@names, @nodes)
+
+For a failed test: diag the children of each lock's directory in ZooKeeper
+and the zk_locks of each node, headed by $what.
+
+=back
+
+=cut
+
+sub zk_base
+{
+	my ($path) = @_;
+	return (split m{/}, $path)[-1];
+}
+
+sub zk_status_of
+{
+	my ($node) = @_;
+	# Expanded unaligned output: one "column|value" line per column.
+	my $out = $node->safe_psql('postgres', 'SELECT * FROM zk_status()', extra_params => ['-x']);
+	return { map { split /\|/, $_, 2 } split /\n/, $out };
+}
+
+sub lock_state
+{
+	my ($node, $pid, $name) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT coalesce((SELECT state FROM zk_locks WHERE pid = $pid AND name = '$name'), 'none')");
+}
+
+sub committed
+{
+	my ($node, $tag) = @_;
+	return $node->safe_psql('postgres', "SELECT count(*) FROM work WHERE tag = '$tag'");
+}
+
+sub queue_waiter
+{
+	my ($node, $zk, $name, $timeout) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $s = bg_session($node);
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	$s->query_until(qr/waiting\n/,
+		"\\echo waiting\nSELECT 'granted', zk_lock_acquire('$name', '$timeout') > 0, extract(epoch FROM clock_timestamp());\n");
+	wait_until(sub { lock_state($node, $pid, $name) eq 'waiting' && zk_ls($zk, "/zklock/$name") == 2 },
+		15, uc($node->name) . " queued for $name");
+	return { s => $s, pid => $pid };
+}
+
+sub bg_collect
+{
+	my ($s) = @_;
+	my ($out) = $s->query("SELECT 'sync'");
+	my $err = $s->{stderr};
+	$s->{stderr} = '';
+	return ($out, $err);
+}
+
+sub waiter_grant
+{
+	my ($w) = @_;
+	my ($out, $err) = bg_collect($w->{s});
+	my ($at) = $out =~ /^granted\|t\|([\d.]+)$/m;
+	return ($at, $out, $err);
+}
+
+sub held_znode
+{
+	my ($node, $pid, $name) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT coalesce((SELECT znode FROM zk_locks WHERE pid = $pid AND name = '$name' AND state = 'held'), '')");
+}
+
+sub diag_locks
+{
+	my ($what, $zk, $names, @nodes) = @_;
+	diag("$what: ZooKeeper children of /zklock/$_: " . join(', ', zk_ls($zk, "/zklock/$_"))) for @$names;
+	for my $node (@nodes)
+	{
+		my ($ret, $out) = $node->psql('postgres', 'SELECT pid, name, scope, state, znode FROM zk_locks ORDER BY pid');
+		diag('zk_locks of ' . $node->name . ":\n$out");
+	}
+	return;
 }
 
 1;

@@ -53,36 +53,12 @@ for my $node ($a, $c, $d)
 	$node->safe_psql('postgres', 'CREATE TABLE work (tag text)');
 }
 
-sub status
-{
-	my ($node) = @_;
-	my %s;
-	@s{qw(state session_id negotiated_timeout)} = split /\|/,
-	  $node->safe_psql('postgres', 'SELECT state, session_id, negotiated_timeout FROM zk_status()');
-	return \%s;
-}
-
 sub rows
 {
 	my ($node, $name) = @_;
 	return $node->safe_psql('postgres',
 		"SELECT pid || ' ' || scope || ' ' || state || ' ' || coalesce(znode, '-') FROM zk_locks WHERE name = '$name' ORDER BY pid");
 }
-
-sub lock_state
-{
-	my ($node, $pid, $name) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT coalesce((SELECT state FROM zk_locks WHERE pid = $pid AND name = '$name'), 'none')");
-}
-
-sub committed
-{
-	my ($node, $tag) = @_;
-	return $node->safe_psql('postgres', "SELECT count(*) FROM work WHERE tag = '$tag'");
-}
-
-sub base { return (split m{/}, $_[0])[-1] }
 
 sub diag_lock
 {
@@ -104,7 +80,7 @@ sub xact_holder
 		't', "$tag: holds $name in an open transaction with a row inserted");
 	my $znode = $node->safe_psql('postgres',
 		"SELECT znode FROM zk_locks WHERE pid = $pid AND name = '$name' AND state = 'held'");
-	ok(scalar(grep { $_ eq base($znode) } zk_ls($zk, "/zklock/$name")),
+	ok(scalar(grep { $_ eq zk_base($znode) } zk_ls($zk, "/zklock/$name")),
 		"$tag: its node is in ZooKeeper");
 	return ($s, $pid, $znode);
 }
@@ -125,9 +101,7 @@ sub start_commit
 sub finish_commit
 {
 	my ($s) = @_;
-	my ($out) = $s->query("SELECT 'sync'");
-	my $err = $s->{stderr};
-	$s->{stderr} = '';
+	my ($out, $err) = bg_collect($s);
 	my ($end) = $out =~ /^commit-end\|([\d.]+)$/m;
 	return ($err, $end);
 }
@@ -152,22 +126,20 @@ sub start_waiter
 sub waiter_outcome
 {
 	my ($s) = @_;
-	my ($out) = $s->query("SELECT 'sync'");
-	my $err = $s->{stderr};
-	$s->{stderr} = '';
+	my ($out, $err) = bg_collect($s);
 	return $out =~ /^granted\|t\|/m ? 'granted' : "not granted: $err";
 }
 
 # ---------------------------------------------------------------------
 # Phase 1: a short outage, within D's 15 s session timeout.
 # ---------------------------------------------------------------------
-my $d_before = status($d);
+my $d_before = zk_status_of($d);
 is($d_before->{negotiated_timeout}, '15000', 'D negotiated a 15 s session timeout');
 my ($hd, $hd_pid) = xact_holder($d, 'L0', 'd-short-outage');
 
 my $t_stop = time;
 zk_stop($zk);
-wait_until(sub { status($d)->{state} ne 'connected' }, 10, 'D notices that the ensemble is gone');
+wait_until(sub { zk_status_of($d)->{state} ne 'connected' }, 10, 'D notices that the ensemble is gone');
 my $t_commit = start_commit($hd);
 sleep 1;
 ok(!zk_running($zk, 1) && !zk_running($zk, 2) && !zk_running($zk, 3),
@@ -186,21 +158,21 @@ my ($waited_ms) = slurp_file($d->logfile) =~ /zklock: commit waited (\d+) ms for
 ok(defined $waited_ms, 'phase 1: the commit that waited is logged');
 cmp_ok($waited_ms // 0, '>=', ($t_restart - $t_commit) * 1000 - 200,
 	'phase 1: the logged wait covers the outage (' . ($waited_ms // 'none') . ' ms)');
-is(status($d)->{session_id}, $d_before->{session_id}, 'phase 1: D kept its ZooKeeper session');
+is(zk_status_of($d)->{session_id}, $d_before->{session_id}, 'phase 1: D kept its ZooKeeper session');
 wait_until(sub { !zk_ls($zk, '/zklock/L0') }, 10, 'phase 1: L0 released in ZooKeeper after the commit');
 $hd->quit;
 
 # Everybody is connected again before phase 2 starts.
 for my $node ($a, $b, $c)
 {
-	wait_until(sub { status($node)->{state} eq 'connected' }, 20, "${\ $node->name} connected before phase 2");
+	wait_until(sub { zk_status_of($node)->{state} eq 'connected' }, 20, "${\ $node->name} connected before phase 2");
 }
 
 # ---------------------------------------------------------------------
 # Phase 2: an 8 s outage, twice the session timeout of A, B and C.
 # ---------------------------------------------------------------------
-my $a_before = status($a);
-my $c_before = status($c);
+my $a_before = zk_status_of($a);
+my $c_before = zk_status_of($c);
 is($a_before->{negotiated_timeout}, '4000', 'A negotiated a 4 s session timeout');
 
 my ($h1, $h1_pid, $h1_node) = xact_holder($a, 'L1', 'a-commit-during-outage');
@@ -214,8 +186,8 @@ is(scalar(zk_ls($zk, '/zklock/L3')), 2, 'L3: the holder and the waiter are queue
 
 $t_stop = time;
 zk_stop($zk);
-wait_until(sub { status($a)->{state} ne 'connected' }, 10, 'A notices that the ensemble is gone');
-is(status($a)->{state}, 'suspended', 'A reports its session suspended, not expired, during the outage');
+wait_until(sub { zk_status_of($a)->{state} ne 'connected' }, 10, 'A notices that the ensemble is gone');
+is(zk_status_of($a)->{state}, 'suspended', 'A reports its session suspended, not expired, during the outage');
 is(lock_state($a, $h2_pid, 'L2'), 'held', 'while suspended, A still counts L2 as held');
 
 # A COMMIT while the ensemble is down waits one session timeout, then fails.
@@ -242,19 +214,19 @@ my $t_quorum = time;
 note sprintf('outage of servers 2 and 3: %.1f s', $t_quorum - $t_stop);
 
 # A reattaches to its session: ZooKeeper kept it through the outage.
-wait_until(sub { status($a)->{state} eq 'connected' }, 20, 'A reconnects to servers 2 and 3');
-is(status($a)->{session_id}, $a_before->{session_id}, 'phase 2: A kept its ZooKeeper session through the outage');
+wait_until(sub { zk_status_of($a)->{state} eq 'connected' }, 20, 'A reconnects to servers 2 and 3');
+is(zk_status_of($a)->{session_id}, $a_before->{session_id}, 'phase 2: A kept its ZooKeeper session through the outage');
 
 # L1: the failed COMMIT rolled back; its node goes and B's waiter is granted.
 is(waiter_outcome($w1), 'granted', 'phase 2: B\'s waiter is granted L1 once ZooKeeper is back');
 is(lock_state($a, $h1_pid, 'L1'), 'none', 'phase 2: A keeps no entry for L1 after its failed COMMIT');
 my @l1 = zk_ls($zk, '/zklock/L1');
-ok(@l1 == 1 && $l1[0] ne base($h1_node), 'phase 2: only B\'s node is left in L1\'s directory')
+ok(@l1 == 1 && $l1[0] ne zk_base($h1_node), 'phase 2: only B\'s node is left in L1\'s directory')
   or diag_lock('L1');
 
 # L2: nothing was lost, so A still holds it and may commit.
 is(lock_state($a, $h2_pid, 'L2'), 'held', 'phase 2: L2 is still held in A after the outage');
-is(join(',', zk_ls($zk, '/zklock/L2')), base($h2_node), 'phase 2: L2\'s node survived in ZooKeeper')
+is(join(',', zk_ls($zk, '/zklock/L2')), zk_base($h2_node), 'phase 2: L2\'s node survived in ZooKeeper')
   or diag_lock('L2');
 is($b->safe_psql('postgres', "SELECT zk_lock_try('L2')"), 'f', 'phase 2: B cannot take L2 meanwhile');
 $h2->query("COMMIT");
@@ -268,7 +240,7 @@ ok(!zk_running($zk, 1), 'phase 2: server 1 is still down');
 is(waiter_outcome($w3), 'granted', 'phase 2: B\'s waiter is granted L3 when C\'s session expires');
 my $t_w3 = time;
 note sprintf('B was granted L3 %.1f s after servers 2 and 3 served again', $t_w3 - $t_quorum);
-cmp_ok(status($c)->{state}, 'ne', 'connected', 'phase 2: C is still cut off');
+cmp_ok(zk_status_of($c)->{state}, 'ne', 'connected', 'phase 2: C is still cut off');
 note('C\'s own view of L3 while cut off (it cannot know of the expiry yet): ' . lock_state($c, $h3_pid, 'L3'));
 
 # Server 1 comes back: C learns that its session expired.
@@ -277,8 +249,8 @@ wait_until(sub { lock_state($c, $h3_pid, 'L3') eq 'lost' }, 20, 'L3 turns lost i
 is(lock_state($c, $h3_pid, 'L3'), 'lost', 'phase 2: C shows L3 lost once it hears its session expired');
 like(slurp_file($c->logfile), qr/zklock: backend $h3_pid lost ZooKeeper lock "L3": /,
 	'phase 2: C\'s log names the backend and the lost lock');
-wait_until(sub { status($c)->{state} eq 'connected' }, 20, 'C opens a new session');
-isnt(status($c)->{session_id}, $c_before->{session_id}, 'phase 2: C has a new ZooKeeper session');
+wait_until(sub { zk_status_of($c)->{state} eq 'connected' }, 20, 'C opens a new session');
+isnt(zk_status_of($c)->{session_id}, $c_before->{session_id}, 'phase 2: C has a new ZooKeeper session');
 
 $h3->query("COMMIT");
 like($h3->{stderr}, qr/ZK002: ZooKeeper lock "L3" was lost/, 'phase 2: C\'s COMMIT fails with ZK002 (lock lost)');

@@ -34,14 +34,12 @@ my $FREE_WITHIN_S = 2;
 my $MARGIN_S = 1;
 
 my $zk = zk_start(1);
-# PostgreSQL::Test::Cluster turns restart_after_crash off; a crash restart
-# is the point here.
+# PostgreSQL::Test::Cluster turns restart_after_crash off; (2) needs the
+# crash restart.
 my $a = zklock_node('a', $zk, session_timeout => '30s', conf => 'restart_after_crash = on');
 my $b = zklock_node('b', $zk, session_timeout => '30s');
 $a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
 my $dir = $a->safe_psql('postgres', "SELECT zk_lock_path('L')");
-
-sub base { return (split m{/}, $_[0])[-1] }
 
 # The worker's pid as pg_stat_activity shows it ('' if it does not).
 sub worker_pid_sql
@@ -52,28 +50,9 @@ sub worker_pid_sql
 	return $ret == 0 ? $out : '';
 }
 
-sub status
-{
-	my ($node) = @_;
-	my %s;
-	@s{qw(state session_id negotiated_timeout)} = split /\|/,
-	  $node->safe_psql('postgres', 'SELECT state, session_id, negotiated_timeout FROM zk_status()');
-	return \%s;
-}
+sub diag_state { diag_locks($_[0], $zk, [qw(L)], $a, $b) }
 
-sub diag_state
-{
-	my ($what) = @_;
-	diag("$what: ZooKeeper children of $dir: " . join(', ', zk_ls($zk, $dir)));
-	for my $node ($a, $b)
-	{
-		my ($ret, $out) = $node->psql('postgres',
-			'SELECT pid, name, scope, state, znode FROM zk_locks ORDER BY pid');
-		diag("zk_locks of " . $node->name . ":\n$out");
-	}
-}
-
-is(status($a)->{negotiated_timeout}, '30000', 'A negotiated a 30 s session timeout');
+is(zk_status_of($a)->{negotiated_timeout}, '30000', 'A negotiated a 30 s session timeout');
 
 # ---------------------------------------------------------------------
 # (1) SIGTERM to the worker alone.
@@ -99,7 +78,7 @@ wait_until(sub {
 }, 15, 'A waits for LW behind B');
 my $aw_node = $a->safe_psql('postgres', "SELECT znode FROM zk_locks WHERE pid = $aw_pid AND name = 'LW'");
 
-my $before = status($a);
+my $before = zk_status_of($a);
 is($before->{state}, 'connected', '(1) A is connected');
 my $w1 = worker_pid_os($a);
 like($w1, qr/^\d+$/, "(1) A's worker runs (pid $w1)");
@@ -128,14 +107,14 @@ $an->query_until(qr/asking\n/, "\\echo asking\nSELECT 'granted', zk_lock_acquire
 my $gap_worker = worker_pid_os($a);
 my $gap_kids = join(',', zk_ls($zk, $dir));
 my $gap_note = $gap_worker eq '' ? 'no worker running' : "a new worker, pid $gap_worker, had already started";
-is($gap_kids, base($znode), "(1) while the worker is away, A's node of L stays in ZooKeeper ($gap_note)");
+is($gap_kids, zk_base($znode), "(1) while the worker is away, A's node of L stays in ZooKeeper ($gap_note)");
 wait_until(sub { my $p = worker_pid($a); $p ne '' && $p ne $w1 }, 15, 'a new worker runs');
 my $w2 = worker_pid($a);
 isnt($w2, $w1, "(1) the worker was restarted (pid $w2)");
 ok(!kill(0, $w1), '(1) the old worker is gone');
-wait_until(sub { status($a)->{state} eq 'connected' }, 15, 'the new worker is connected');
+wait_until(sub { zk_status_of($a)->{state} eq 'connected' }, 15, 'the new worker is connected');
 my $t_back = time;
-my $after = status($a);
+my $after = zk_status_of($a);
 is($after->{session_id}, $before->{session_id}, '(1) the new worker reattached to the same ZooKeeper session');
 my $log = slurp_file($a->logfile, $log_offset);
 like($log, qr/zklock worker exiting with locks in use; the next worker reattaches to ZooKeeper session \Q$before->{session_id}\E/,
@@ -146,7 +125,7 @@ unlike($log, qr/previous server incarnation/, '(1) no crash restart took place')
 
 is($a->safe_psql('postgres', "SELECT state || ' ' || znode FROM zk_locks WHERE pid = $sa_pid AND name = 'L'"),
 	"held $znode", '(1) L is still held by the same node in zk_locks');
-is(join(',', zk_ls($zk, $dir)), base($znode), "(1) ZooKeeper still has A's node, alone")
+is(join(',', zk_ls($zk, $dir)), zk_base($znode), "(1) ZooKeeper still has A's node, alone")
   or diag_state('(1)');
 is(zk_stat($zk, $znode)->{ephemeralOwner}, $before->{session_id}, "(1) ... owned by A's session");
 is($b->safe_psql('postgres', "SELECT zk_lock_try('L')"), 'f', '(1) B cannot take L');
@@ -168,7 +147,7 @@ $an->query_safe("SELECT zk_lock_release('LN')");
 $an->quit;
 
 # The waiter queued before the restart is granted when B releases.
-is(join(',', sort(zk_ls($zk, '/zklock/LW'))) =~ /\Q${\ base($aw_node)}\E/ ? 1 : 0, 1,
+is(join(',', sort(zk_ls($zk, '/zklock/LW'))) =~ /\Q${\ zk_base($aw_node)}\E/ ? 1 : 0, 1,
 	'(1) the waiter\'s node survived the restart');
 is($a->safe_psql('postgres', "SELECT state FROM zk_locks WHERE pid = $aw_pid AND name = 'LW'"), 'waiting',
 	'(1) the waiter is still waiting after the restart');
@@ -198,7 +177,7 @@ is(join(',', zk_ls($zk, '/zklock/LW'), zk_ls($zk, '/zklock/LN')), '', '(1) no no
 # ---------------------------------------------------------------------
 is($sa->query_safe("SELECT zk_lock_acquire('L', '10s') > 0"), 't', '(2) A holds L again');
 $znode = $a->safe_psql('postgres', "SELECT znode FROM zk_locks WHERE name = 'L' AND state = 'held'");
-my $old_session = status($a)->{session_id};
+my $old_session = zk_status_of($a)->{session_id};
 is(zk_stat($zk, $znode)->{ephemeralOwner}, $old_session, "(2) L's node belongs to A's session $old_session");
 
 my $sb = bg_session($b);
@@ -218,7 +197,7 @@ ok(kill('KILL', $wk), "(2) SIGKILL to A's worker (pid $wk)");
 
 # ZooKeeper's view: A's node goes long before the 30 s session timeout.
 my $t_gone;
-wait_until(sub { my @k = zk_ls($zk, $dir); $t_gone = time; !grep { $_ eq base($znode) } @k }, 30,
+wait_until(sub { my @k = zk_ls($zk, $dir); $t_gone = time; !grep { $_ eq zk_base($znode) } @k }, 30,
 	"A's node leaves ZooKeeper");
 my $gone_after = $t_gone - $t_kill;
 cmp_ok($gone_after, '<', $FREE_WITHIN_S + $MARGIN_S,
@@ -226,27 +205,25 @@ cmp_ok($gone_after, '<', $FREE_WITHIN_S + $MARGIN_S,
 		$gone_after, $FREE_WITHIN_S, $MARGIN_S));
 
 # B's waiter is granted, well within its 20 s timeout.
-my ($out) = $sb->query("SELECT 'sync'");
-my $err = $sb->{stderr};
-$sb->{stderr} = '';
+my ($out, $err) = bg_collect($sb);
 my ($granted_at) = $out =~ /^granted\|t\|([\d.]+)$/m;
 ok(defined $granted_at, '(2) B\'s waiter is granted L') or diag("B's waiter: $out $err");
 my $grant_after = ($granted_at // time) - $t_kill;
 cmp_ok($grant_after, '<', $FREE_WITHIN_S + $MARGIN_S,
 	sprintf('(2) B is granted %.2f s after the kill', $grant_after));
 is(join(',', zk_ls($zk, $dir)),
-	base($b->safe_psql('postgres', "SELECT znode FROM zk_locks WHERE pid = $sb_pid AND name = 'L' AND state = 'held'")),
+	zk_base(held_znode($b, $sb_pid, 'L')),
 	'(2) only B\'s node is left in L\'s directory') or diag_state('(2)');
 
 # A went through a crash restart and closed the previous session.
 wait_until(sub { $a->psql('postgres', 'SELECT 1') == 0 }, 30, 'A accepts connections again');
-wait_until(sub { status($a)->{state} eq 'connected' }, 15, 'A\'s new worker is connected');
+wait_until(sub { zk_status_of($a)->{state} eq 'connected' }, 15, 'A\'s new worker is connected');
 $log = slurp_file($a->logfile, $log_offset);
 like($log, qr/all server processes terminated; reinitializing/,
 	'(2) the postmaster did a crash restart');
 like($log, qr/zklock closed ZooKeeper session \Q$old_session\E of the previous server incarnation/,
 	'(2) the log says the previous session was closed');
-my $new_session = status($a)->{session_id};
+my $new_session = zk_status_of($a)->{session_id};
 isnt($new_session, $old_session, "(2) A runs a new ZooKeeper session ($new_session)");
 is($a->safe_psql('postgres', 'SELECT count(*) FROM zk_locks'), '0', '(2) A has no lock entry after the crash restart');
 is($a->safe_psql('postgres', "SELECT zk_lock_try('L')"), 'f', '(2) A cannot take L while B holds it');

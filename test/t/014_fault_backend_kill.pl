@@ -25,21 +25,9 @@ my $zk = zk_start(1);
 my $a = zklock_node('a', $zk, session_timeout => '30s', conf => 'restart_after_crash = on');
 my $b = zklock_node('b', $zk, session_timeout => '30s');
 $a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
-is($a->safe_psql('postgres', 'SELECT negotiated_timeout FROM zk_status()'), '30000',
-	'A negotiated a 30 s session timeout');
+is(zk_status_of($a)->{negotiated_timeout}, '30000', 'A negotiated a 30 s session timeout');
 
-sub base { return (split m{/}, $_[0])[-1] }
-
-sub diag_state
-{
-	my ($what) = @_;
-	diag("$what: ZooKeeper children of /zklock/$_: " . join(', ', zk_ls($zk, "/zklock/$_"))) for qw(L L2);
-	for my $node ($a, $b)
-	{
-		my ($ret, $out) = $node->psql('postgres', 'SELECT pid, name, scope, state, znode FROM zk_locks ORDER BY pid');
-		diag('zk_locks of ' . $node->name . ":\n$out");
-	}
-}
+sub diag_state { diag_locks($_[0], $zk, [qw(L L2)], $a, $b) }
 
 # The victim holds L in session scope; another backend of A holds L2 in an
 # open transaction that inserted a row.
@@ -56,19 +44,7 @@ is(zk_stat($zk, $l_node)->{ephemeralOwner}, $old_session, "L's node belongs to A
 is(zk_stat($zk, $l2_node)->{ephemeralOwner}, $old_session, "L2's node belongs to A's session");
 
 # B waits for both.
-my %waiter;
-for my $name (qw(L L2))
-{
-	my $s = bg_session($b);
-	my $pid = $s->query_safe('SELECT pg_backend_pid()');
-	$s->query_until(qr/waiting\n/,
-		"\\echo waiting\nSELECT 'granted', zk_lock_acquire('$name', '20s') > 0, extract(epoch FROM clock_timestamp());\n");
-	wait_until(sub {
-		$b->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE pid = $pid AND state = 'waiting'") eq '1'
-		  && zk_ls($zk, "/zklock/$name") == 2
-	}, 15, "B queued for $name");
-	$waiter{$name} = { s => $s, pid => $pid };
-}
+my %waiter = map { $_ => queue_waiter($b, $zk, $_, '20s') } qw(L L2);
 
 my $log_offset = -s $a->logfile;
 my $t_kill = time;
@@ -82,7 +58,7 @@ wait_until(sub {
 	{
 		my ($name, $node) = @$pair;
 		next if defined $gone_after{$name};
-		$gone_after{$name} = $now - $t_kill unless grep { $_ eq base($node) } zk_ls($zk, "/zklock/$name");
+		$gone_after{$name} = $now - $t_kill unless grep { $_ eq zk_base($node) } zk_ls($zk, "/zklock/$name");
 	}
 	keys %gone_after == 2;
 }, 40, "A's nodes leave ZooKeeper");
@@ -97,17 +73,12 @@ for my $name (qw(L L2))
 # B's waiters are granted, within 2 s of the kill.
 for my $name (qw(L L2))
 {
-	my $s = $waiter{$name}{s};
-	my ($out) = $s->query("SELECT 'sync'");
-	my $err = $s->{stderr};
-	$s->{stderr} = '';
-	my ($at) = $out =~ /^granted\|t\|([\d.]+)$/m;
+	my ($at, $out, $err) = waiter_grant($waiter{$name});
 	ok(defined $at, "B's waiter is granted $name") or diag("B's waiter for $name: $out $err");
 	cmp_ok(($at // 1e10) - $t_kill, '<', $FREE_WITHIN_S,
 		sprintf("... %.2f s after the kill", ($at // 1e10) - $t_kill));
-	my $mine = $b->safe_psql('postgres',
-		"SELECT znode FROM zk_locks WHERE pid = $waiter{$name}{pid} AND name = '$name' AND state = 'held'");
-	is(join(',', zk_ls($zk, "/zklock/$name")), base($mine), "only B's node is left for $name")
+	is(join(',', zk_ls($zk, "/zklock/$name")), zk_base(held_znode($b, $waiter{$name}{pid}, $name)),
+		"only B's node is left for $name")
 	  or diag_state($name);
 }
 

@@ -24,18 +24,9 @@ my $zk = zk_start(1);
 my $a = zklock_node('a', $zk, session_timeout => '30s');
 my $b = zklock_node('b', $zk, session_timeout => '30s');
 $a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
-is($a->safe_psql('postgres', 'SELECT negotiated_timeout FROM zk_status()'), '30000',
-	'A negotiated a 30 s session timeout');
+is(zk_status_of($a)->{negotiated_timeout}, '30000', 'A negotiated a 30 s session timeout');
 
-sub base { return (split m{/}, $_[0])[-1] }
-
-sub diag_state
-{
-	my ($what) = @_;
-	diag("$what: ZooKeeper children of /zklock/$_: " . join(', ', zk_ls($zk, "/zklock/$_"))) for qw(L L2);
-	my ($ret, $out) = $b->psql('postgres', 'SELECT pid, name, scope, state, znode FROM zk_locks ORDER BY pid');
-	diag("zk_locks of B:\n$out");
-}
+sub diag_state { diag_locks($_[0], $zk, [qw(L L2)], $b) }
 
 my $s1 = bg_session($a);
 is($s1->query_safe("SELECT zk_lock_acquire('L', '10s') > 0"), 't', 'A holds L in session scope');
@@ -63,19 +54,7 @@ wait_until(sub {
 	  && zk_ls($zk, '/zklock/LB') == 2
 }, 15, 'A queued for LB behind B');
 
-my %waiter;
-for my $name (qw(L L2))
-{
-	my $s = bg_session($b);
-	my $pid = $s->query_safe('SELECT pg_backend_pid()');
-	$s->query_until(qr/waiting\n/,
-		"\\echo waiting\nSELECT 'granted', zk_lock_acquire('$name', '20s') > 0, extract(epoch FROM clock_timestamp());\n");
-	wait_until(sub {
-		$b->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE pid = $pid AND state = 'waiting'") eq '1'
-		  && zk_ls($zk, "/zklock/$name") == 2
-	}, 15, "B queued for $name");
-	$waiter{$name} = { s => $s, pid => $pid };
-}
+my %waiter = map { $_ => queue_waiter($b, $zk, $_, '20s') } qw(L L2);
 
 my $log_offset = -s $a->logfile;
 my $t_stop = time;
@@ -90,7 +69,7 @@ wait_until(sub {
 	{
 		next if defined $gone_after{$name};
 		$gone_after{$name} = $now - $t_stop
-		  unless grep { $_ eq base($a_node{$name}) } zk_ls($zk, "/zklock/$name");
+		  unless grep { $_ eq zk_base($a_node{$name}) } zk_ls($zk, "/zklock/$name");
 	}
 	keys %gone_after == 2;
 }, 40, "A's nodes leave ZooKeeper");
@@ -103,21 +82,16 @@ for my $name (qw(L L2))
 }
 
 wait_until(sub { zk_ls($zk, '/zklock/LB') == 1 }, 10, "A's waiting node of LB leaves ZooKeeper");
-is(join(',', zk_ls($zk, '/zklock/LB')), base($b_lb_node), "A's waiting node of LB is gone; B's holder node stays");
+is(join(',', zk_ls($zk, '/zklock/LB')), zk_base($b_lb_node), "A's waiting node of LB is gone; B's holder node stays");
 
 for my $name (qw(L L2))
 {
-	my $s = $waiter{$name}{s};
-	my ($out) = $s->query("SELECT 'sync'");
-	my $err = $s->{stderr};
-	$s->{stderr} = '';
-	my ($at) = $out =~ /^granted\|t\|([\d.]+)$/m;
+	my ($at, $out, $err) = waiter_grant($waiter{$name});
 	ok(defined $at, "B gets $name") or diag("B's waiter for $name: $out $err");
 	cmp_ok(($at // 1e10) - $t_stop, '<', $FREE_WITHIN_S,
 		sprintf("... %.2f s after the stop request", ($at // 1e10) - $t_stop));
-	my $mine = $b->safe_psql('postgres',
-		"SELECT znode FROM zk_locks WHERE pid = $waiter{$name}{pid} AND name = '$name' AND state = 'held'");
-	is(join(',', zk_ls($zk, "/zklock/$name")), base($mine), "only B's node is left for $name")
+	is(join(',', zk_ls($zk, "/zklock/$name")), zk_base(held_znode($b, $waiter{$name}{pid}, $name)),
+		"only B's node is left for $name")
 	  or diag_state($name);
 }
 

@@ -37,41 +37,7 @@ $a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
 is($a->safe_psql('postgres', 'SELECT negotiated_timeout FROM zk_status()'), '4000', 'A negotiated a 4 s session timeout');
 is($a->safe_psql('postgres', 'SHOW zklock.on_lock_lost'), 'cancel', 'zklock.on_lock_lost is cancel by default');
 
-sub lock_state
-{
-	my ($node, $pid, $name) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT coalesce((SELECT state FROM zk_locks WHERE pid = $pid AND name = '$name'), 'none')");
-}
-
-sub committed
-{
-	my ($tag) = @_;
-	return $a->safe_psql('postgres', "SELECT count(*) FROM work WHERE tag = '$tag'");
-}
-
-sub base { return (split m{/}, $_[0])[-1] }
-
-sub diag_state
-{
-	my ($what) = @_;
-	diag("$what: ZooKeeper children of /zklock/$_: " . join(', ', zk_ls($zk, "/zklock/$_"))) for qw(L1 L2 L3);
-	for my $node ($a, $b)
-	{
-		my ($ret, $out) = $node->psql('postgres', 'SELECT pid, name, scope, state, znode FROM zk_locks ORDER BY pid');
-		diag('zk_locks of ' . $node->name . ":\n$out");
-	}
-}
-
-# Read what a session printed since its last query, and its errors.
-sub collect
-{
-	my ($s) = @_;
-	my ($out) = $s->query("SELECT 'sync'");
-	my $err = $s->{stderr};
-	$s->{stderr} = '';
-	return ($out, $err);
-}
+sub diag_state { diag_locks($_[0], $zk, [qw(L1 L2 L3)], $a, $b) }
 
 sub holder
 {
@@ -89,19 +55,7 @@ my ($h3, $h3_pid) = holder("SELECT zk_lock_acquire('L3', '10s') > 0");
 my ($h4, $h4_pid) = holder("BEGIN; SELECT zk_lock_acquire_xact('L4', '10s') > 0; INSERT INTO work VALUES ('h4')");
 my $old_session = $a->safe_psql('postgres', 'SELECT session_id FROM zk_status()');
 
-my %waiter;
-for my $name (qw(L1 L2 L3))
-{
-	my $s = bg_session($b);
-	my $pid = $s->query_safe('SELECT pg_backend_pid()');
-	$s->query_until(qr/waiting\n/,
-		"\\echo waiting\nSELECT 'granted', zk_lock_acquire('$name', '20s') > 0, extract(epoch FROM clock_timestamp());\n");
-	wait_until(sub {
-		$b->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE pid = $pid AND state = 'waiting'") eq '1'
-		  && zk_ls($zk, "/zklock/$name") == 2
-	}, 15, "B queued for $name");
-	$waiter{$name} = { s => $s, pid => $pid };
-}
+my %waiter = map { $_ => queue_waiter($b, $zk, $_, '20s') } qw(L1 L2 L3);
 
 # H3 runs a long statement through the freeze.
 $h3->query_until(qr/sleeping\n/, "\\echo sleeping\nSELECT pg_sleep(30);\n");
@@ -129,24 +83,23 @@ like($h1_err, qr/ZK002: could not confirm the ZooKeeper session before commit/,
 	'H1: COMMIT while the worker is frozen fails with ZK002 (could not confirm)');
 cmp_ok($h1_waited, '>=', 3.5, sprintf('H1: ... after waiting about one session timeout (%.1f s)', $h1_waited));
 is(proc_state($wpid), 'T', 'H1: the worker was still frozen when the COMMIT failed');
-is(committed('h1'), '0', 'H1: the row is not committed');
+is(committed($a, 'h1'), '0', 'H1: the row is not committed');
 
 # B's waiters are granted while A's worker is still frozen: ZooKeeper
 # expired A's session.
 my %granted_at;
 for my $name (qw(L1 L2 L3))
 {
-	my ($out, $err) = collect($waiter{$name}{s});
-	($granted_at{$name}) = $out =~ /^granted\|t\|([\d.]+)$/m;
+	my ($at, $out, $err) = waiter_grant($waiter{$name});
+	$granted_at{$name} = $at;
 	ok(defined $granted_at{$name}, "B is granted $name while A's worker is frozen")
 	  or diag("B's waiter for $name: $out $err");
 }
 is(proc_state($wpid), 'T', 'A\'s worker is still frozen after B was granted all three');
 for my $name (qw(L1 L2 L3))
 {
-	my $mine = $b->safe_psql('postgres',
-		"SELECT znode FROM zk_locks WHERE pid = $waiter{$name}{pid} AND name = '$name' AND state = 'held'");
-	is(join(',', zk_ls($zk, "/zklock/$name")), base($mine), "only B's node is left for $name")
+	is(join(',', zk_ls($zk, "/zklock/$name")), zk_base(held_znode($b, $waiter{$name}{pid}, $name)),
+		"only B's node is left for $name")
 	  or diag_state($name);
 }
 
@@ -199,18 +152,18 @@ unlike($h3->{stderr}, qr/ZK002/, 'H3: ... and no second ZK002');
 $h3->{stderr} = '';
 
 # H4: the COMMIT that was waiting across the thaw fails with ZK002.
-my ($h4_out, $h4_err) = collect($h4);
+my ($h4_out, $h4_err) = bg_collect($h4);
 my $h4_took = time - $t_h4;
 like($h4_err, qr/ZK002: (ZooKeeper lock "L4" was lost|could not confirm the ZooKeeper session before commit)/,
 	'H4: the COMMIT waiting across the thaw fails with ZK002');
 note("H4's COMMIT failed after ${\ sprintf('%.1f', $h4_took)} s with: " . (($h4_err =~ /(ZK002: [^\n]*)/)[0] // $h4_err));
-is(committed('h4'), '0', 'H4: the row is not committed');
+is(committed($a, 'h4'), '0', 'H4: the row is not committed');
 
 # H2: the COMMIT after the thaw fails with ZK002 (lost).
 $h2->query('COMMIT');
 like($h2->{stderr}, qr/ZK002: ZooKeeper lock "L2" was lost/, 'H2: COMMIT after the thaw fails with ZK002 (lost)');
 $h2->{stderr} = '';
-is(committed('h2'), '0', 'H2: the row is not committed');
+is(committed($a, 'h2'), '0', 'H2: the row is not committed');
 is(lock_state($a, $h2_pid, 'L2'), 'none', 'H2: the loss was reported and L2 forgotten');
 
 # Reported once: the next transactions commit.
@@ -220,7 +173,7 @@ for my $pair ([ $h1, 'h1-after' ], [ $h2, 'h2-after' ], [ $h3, 'h3-after' ], [ $
 	$s->query("BEGIN; INSERT INTO work VALUES ('$tag'); COMMIT");
 	is($s->{stderr}, '', "$tag: the next transaction commits");
 	$s->{stderr} = '';
-	is(committed($tag), '1', "$tag: its row is there");
+	is(committed($a, $tag), '1', "$tag: its row is there");
 }
 wait_until(sub { $a->safe_psql('postgres', 'SELECT state FROM zk_status()') eq 'connected' }, 15,
 	'A is connected again');

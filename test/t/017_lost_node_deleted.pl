@@ -33,30 +33,7 @@ my $a = zklock_node('a', $zk);
 my $b = zklock_node('b', $zk);
 $a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
 
-sub lock_state
-{
-	my ($pid, $name) = @_;
-	return $a->safe_psql('postgres',
-		"SELECT coalesce((SELECT state FROM zk_locks WHERE pid = $pid AND name = '$name'), 'none')");
-}
-
-sub committed
-{
-	my ($tag) = @_;
-	return $a->safe_psql('postgres', "SELECT count(*) FROM work WHERE tag = '$tag'");
-}
-
-sub status
-{
-	my %s;
-	@s{qw(state session_id lost)} = split /\|/,
-	  $a->safe_psql('postgres', 'SELECT state, session_id, lost FROM zk_status()');
-	return \%s;
-}
-
-sub base { return (split m{/}, $_[0])[-1] }
-
-my $before = status();
+my $before = zk_status_of($a);
 
 # ---------------------------------------------------------------------
 # (1) A held transaction-scope lock loses its node.
@@ -68,35 +45,35 @@ is($h->query_safe("BEGIN; SELECT zk_lock_acquire_xact('L', '10s') > 0; INSERT IN
 	't', '(1) H holds L in an open transaction with a row inserted');
 is($h->query_safe("SELECT zk_lock_check('L')"), 't', '(1) zk_lock_check(L) is true while the node exists');
 my $znode = $a->safe_psql('postgres', "SELECT znode FROM zk_locks WHERE pid = $h_pid AND name = 'L' AND state = 'held'");
-is(join(',', zk_ls($zk, '/zklock/L')), base($znode), '(1) ZooKeeper has H\'s node');
+is(join(',', zk_ls($zk, '/zklock/L')), zk_base($znode), '(1) ZooKeeper has H\'s node');
 
 my $log_offset = -s $a->logfile;
 ok(zk_delete($zk, $znode), '(1) an operator deletes H\'s node');
-wait_until(sub { lock_state($h_pid, 'L') eq 'lost' }, 10, 'L turns lost');
-is(lock_state($h_pid, 'L'), 'lost', '(1) zk_locks shows L lost');
+wait_until(sub { lock_state($a, $h_pid, 'L') eq 'lost' }, 10, 'L turns lost');
+is(lock_state($a, $h_pid, 'L'), 'lost', '(1) zk_locks shows L lost');
 wait_until(sub { slurp_file($a->logfile, $log_offset) =~ /lost ZooKeeper lock/ }, 5, 'the loss is logged');
 like(slurp_file($a->logfile, $log_offset), qr/zklock: backend $h_pid lost ZooKeeper lock "L": its node was deleted/,
 	'(1) the log names the pid, the lock and the cause');
-is(status()->{lost}, $before->{lost} + 1, '(1) zk_status counts one lost lock');
+is(zk_status_of($a)->{lost}, $before->{lost} + 1, '(1) zk_status counts one lost lock');
 is($h->query_safe("SELECT zk_lock_check('L')"), 'f', '(1) zk_lock_check(L) is false');
 
 # The lock really is free: B takes it.
 my $sb = bg_session($b);
 is($sb->query_safe("SELECT zk_lock_try('L')"), 't', '(1) B can take L after the deletion');
 my $b_node = $b->safe_psql('postgres', "SELECT znode FROM zk_locks WHERE name = 'L' AND state = 'held'");
-is(join(',', zk_ls($zk, '/zklock/L')), base($b_node), '(1) ZooKeeper has B\'s node alone');
+is(join(',', zk_ls($zk, '/zklock/L')), zk_base($b_node), '(1) ZooKeeper has B\'s node alone');
 
 $h->query('COMMIT');
 like($h->{stderr}, qr/ZK002: ZooKeeper lock "L" was lost/, '(1) H\'s COMMIT fails with ZK002');
 $h->{stderr} = '';
-is(committed('under-deleted-lock'), '0', '(1) the row is not committed');
-is(lock_state($h_pid, 'L'), 'none', '(1) the loss was reported and L forgotten');
+is(committed($a, 'under-deleted-lock'), '0', '(1) the row is not committed');
+is(lock_state($a, $h_pid, 'L'), 'none', '(1) the loss was reported and L forgotten');
 
 # Reported once: the next transaction commits.
 $h->query("BEGIN; INSERT INTO work VALUES ('after-loss'); COMMIT");
 is($h->{stderr}, '', '(1) H\'s next transaction commits');
 $h->{stderr} = '';
-is(committed('after-loss'), '1', '(1) ... and its row is there');
+is(committed($a, 'after-loss'), '1', '(1) ... and its row is there');
 
 # H can take L again once B releases it.
 is($h->query_safe("SELECT zk_lock_try('L')"), 'f', '(1) H cannot take L while B holds it');
@@ -104,7 +81,7 @@ is($sb->query_safe("SELECT zk_lock_release('L')"), 't', '(1) B releases L');
 $sb->quit;
 is($h->query_safe("BEGIN; SELECT zk_lock_acquire_xact('L', '5s') > 0; INSERT INTO work VALUES ('reacquired'); COMMIT"),
 	't', '(1) H takes L again');
-is(committed('reacquired'), '1', '(1) ... its row is there');
+is(committed($a, 'reacquired'), '1', '(1) ... its row is there');
 
 # ---------------------------------------------------------------------
 # (2) A session-scope holder running a statement loses its node.
@@ -138,7 +115,7 @@ is($b->safe_psql('postgres', "SELECT zk_lock_try('L2')"), 'f', '(2) B cannot tak
 is($s->query_safe("SELECT zk_lock_release('L2')"), 't', '(2) S releases L2');
 
 # The session was not harmed by any of this.
-my $after = status();
+my $after = zk_status_of($a);
 is($after->{state}, 'connected', '(2) A is connected');
 is($after->{session_id}, $before->{session_id}, '(2) A kept its ZooKeeper session');
 is($after->{lost}, $before->{lost} + 2, '(2) zk_status counts two lost locks');
@@ -172,7 +149,7 @@ wait_until(sub {
 	$w_new ne '' && $w_new ne $w_node
 }, 10, 'W queues again');
 isnt($w_new, $w_node, '(3) W queued again with a new node while SB still holds L3');
-is(join(',', sort(zk_ls($zk, '/zklock/L3'))), join(',', sort(base($sb3_node), base($w_new))),
+is(join(',', sort(zk_ls($zk, '/zklock/L3'))), join(',', sort(zk_base($sb3_node), zk_base($w_new))),
 	'(3) ZooKeeper holds SB\'s node and W\'s new one, nothing else');
 my $sc = bg_session($b);
 my $sc_pid = $sc->query_safe('SELECT pg_backend_pid()');
@@ -180,12 +157,12 @@ $sc->query_until(qr/waiting\n/,
 	"\\echo waiting\nSELECT 'granted', zk_lock_acquire('L3', '20s') > 0;\n");
 wait_until(sub { $b->safe_psql('postgres', "SELECT state FROM zk_locks WHERE pid = $sc_pid AND name = 'L3'") eq 'waiting' },
 	10, 'SC queued behind W');
-is(committed('w-under-L3'), '0', '(3) W has not committed while SB holds L3');
+is(committed($a, 'w-under-L3'), '0', '(3) W has not committed while SB holds L3');
 is($sb3->query_safe("SELECT zk_lock_release('L3')"), 't', '(3) SB releases L3');
 $w->query("SELECT 'sync'");
 is($w->{stderr}, '', '(3) W, now the lowest node, is granted L3 and its statement completes');
 $w->{stderr} = '';
-is(committed('w-under-L3'), '1', '(3) ... and commits under it');
+is(committed($a, 'w-under-L3'), '1', '(3) ... and commits under it');
 my ($sc_out) = $sc->query("SELECT 'sync'");
 like($sc_out, qr/^granted\|t$/m, '(3) SC is granted L3 after W\'s transaction ended');
 is($sc->query_safe("SELECT zk_lock_release('L3')"), 't', '(3) SC releases L3');
@@ -225,13 +202,13 @@ wait_until(sub {
 	$w2_new ne '' && $w2_new ne $w2_node
 }, 10, 'W2 queues again');
 isnt($w2_new, $w2_node, '(4) W2 queued again with a new node');
-ok(scalar(grep { $_ eq base($w2_new) } zk_ls($zk, '/zklock/L4')), '(4) ... which ZooKeeper has');
-is(committed('w2-under-L4'), '0', '(4) W2 has not committed while SB holds L4');
+ok(scalar(grep { $_ eq zk_base($w2_new) } zk_ls($zk, '/zklock/L4')), '(4) ... which ZooKeeper has');
+is(committed($a, 'w2-under-L4'), '0', '(4) W2 has not committed while SB holds L4');
 is($sb4->query_safe("SELECT zk_lock_release('L4')"), 't', '(4) SB releases L4');
 $w2->query("SELECT 'sync'");
 is($w2->{stderr}, '', '(4) W2 is granted L4 after SB\'s release');
 $w2->{stderr} = '';
-is(committed('w2-under-L4'), '1', '(4) ... and commits under it');
+is(committed($a, 'w2-under-L4'), '1', '(4) ... and commits under it');
 $sb4->quit;
 $w2->quit;
 
@@ -244,6 +221,6 @@ for my $name (qw(L L2 L3 L4))
 }
 is($a->safe_psql('postgres', 'SELECT count(*) FROM zk_locks') . $b->safe_psql('postgres', 'SELECT count(*) FROM zk_locks'),
 	'00', 'no lock entry left in A or B');
-is(status()->{session_id}, $before->{session_id}, 'A kept its ZooKeeper session throughout');
+is(zk_status_of($a)->{session_id}, $before->{session_id}, 'A kept its ZooKeeper session throughout');
 
 done_testing();

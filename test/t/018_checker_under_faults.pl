@@ -58,15 +58,6 @@ is(join(',', map { $_->safe_psql('postgres', 'SELECT negotiated_timeout FROM zk_
 # Helpers
 # ---------------------------------------------------------------------
 
-sub status
-{
-	my ($node) = @_;
-	my %s;
-	@s{qw(state session_id lost)} = split /\|/,
-	  $node->safe_psql('postgres', 'SELECT state, session_id, lost FROM zk_status()');
-	return \%s;
-}
-
 sub accepts
 {
 	my ($node) = @_;
@@ -76,7 +67,7 @@ sub accepts
 sub connected
 {
 	my ($node) = @_;
-	return accepts($node) && status($node)->{state} eq 'connected';
+	return accepts($node) && zk_status_of($node)->{state} eq 'connected';
 }
 
 # The pid of a backend of $node that holds 'counter' now, '' if none.
@@ -113,7 +104,7 @@ sub fmt_counts
 # The checker
 # ---------------------------------------------------------------------
 
-my %session_before = map { $_->name => status($_)->{session_id} } @nodes;
+my %session_before = map { $_->name => zk_status_of($_)->{session_id} } @nodes;
 my $run = start_checker(
 	nodes        => \@nodes,
 	zk           => $zk,
@@ -208,14 +199,14 @@ sub fault
 fault('(1) ensemble down', sub {
 	my $t0 = time;
 	zk_stop($zk);
-	wait_until(sub { !grep { status($_)->{state} eq 'connected' } @nodes }, 10,
+	wait_until(sub { !grep { zk_status_of($_)->{state} eq 'connected' } @nodes }, 10,
 		'every cluster notices that the ensemble is gone');
 	sleep($OUTAGE_S - (time - $t0)) if time - $t0 < $OUTAGE_S;
 	my $t_start = time;
 	zk_start_all($zk);
 	wait_until(sub { !grep { !connected($_) } @nodes }, 30, 'every cluster connected after the outage');
 	my $t1 = time;
-	my @kept = grep { status($_)->{session_id} eq $session_before{ $_->name } } @nodes;
+	my @kept = grep { zk_status_of($_)->{session_id} eq $session_before{ $_->name } } @nodes;
 	return ($t0, $t1, sprintf('ensemble down %.1f s, serving again %.1f s after the restart began;'
 		  . ' clusters that kept their ZooKeeper session: %s',
 		$t_start - $t0, $t1 - $t_start, join(',', map { $_->name } @kept) || 'none'));
@@ -225,7 +216,7 @@ fault('(1) ensemble down', sub {
 fault('(2) worker SIGTERM', sub {
 	my $w1 = worker_pid($a);
 	like($w1, qr/^\d+$/, "(2) a's worker runs (pid $w1)");
-	my $s1 = status($a)->{session_id};
+	my $s1 = zk_status_of($a)->{session_id};
 	my $held = $a->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE name = 'counter'");
 	my $t0 = time;
 	is($a->safe_psql('postgres', "SELECT pg_terminate_backend($w1)"), 't',
@@ -235,7 +226,7 @@ fault('(2) worker SIGTERM', sub {
 	wait_until(sub { $w2 = worker_pid($a); $w2 ne '' && $w2 ne $w1 }, 15, 'a new worker runs');
 	wait_until(sub { connected($a) }, 15, 'a\'s new worker is connected');
 	my $t1 = time;
-	my $s2 = status($a)->{session_id};
+	my $s2 = zk_status_of($a)->{session_id};
 	return ($t0, $t1, sprintf('worker %s replaced by %s, connected %.1f s after the signal; %d requests of a'
 		  . ' for counter at the signal; ZooKeeper session %s',
 		$w1, $w2, $t1 - $t0, $held, $s2 eq $s1 ? "kept ($s1)" : "new ($s1 -> $s2)"));
@@ -245,7 +236,7 @@ fault('(2) worker SIGTERM', sub {
 fault('(3) holding backend SIGKILL', sub {
 	my $pid;
 	wait_until(sub { $pid = counter_holder($b); $pid ne '' }, 30, 'a backend of b holds counter');
-	my $s1 = status($b)->{session_id};
+	my $s1 = zk_status_of($b)->{session_id};
 	my $off = -s $b->logfile;
 	my $t0 = time;
 	ok(kill('KILL', $pid), "(3) SIGKILL to b's backend $pid, which held counter");
@@ -291,7 +282,7 @@ fault('(5) worker SIGSTOP', sub {
 	my $name = $paused->name;
 	my $wpid = worker_pid($paused);
 	like($wpid, qr/^\d+$/, "(5) $name\'s worker found (pid $wpid)");
-	my $s1 = status($paused)->{session_id};
+	my $s1 = zk_status_of($paused)->{session_id};
 	my $t0 = time;
 	ok(kill('STOP', $wpid), "(5) SIGSTOP to $name\'s worker");
 	$frozen = $wpid;
@@ -300,7 +291,7 @@ fault('(5) worker SIGSTOP', sub {
 	my $t_cont = time;
 	ok(kill('CONT', $wpid), "(5) SIGCONT to $name\'s worker");
 	$frozen = undef;
-	wait_until(sub { connected($paused) && status($paused)->{session_id} ne $s1 }, 30,
+	wait_until(sub { connected($paused) && zk_status_of($paused)->{session_id} ne $s1 }, 30,
 		"$name connected with a new ZooKeeper session after the thaw");
 	my $t1 = time;
 	return ($t0, $t_cont, sprintf('%s held counter; its worker was frozen %.1f s; connected with a new session'
@@ -353,7 +344,7 @@ for my $f (@faults)
 		$f->{committed_after}, fmt_counts($f->{committed_by})));
 	diag('  errors reported to the sessions from the injection to the resumption: ' . fmt_counts($f->{errors}));
 }
-my %after = map { $_->name => status($_) } @nodes;
+my %after = map { $_->name => zk_status_of($_) } @nodes;
 diag('locks lost (zk_status): ' . join(', ', map { "$_: $after{$_}{lost}" } sort keys %after)
 	  . '; psql restarts: ' . $res->{restarts} . '; COMMITs of unknown outcome: ' . $res->{unknown});
 diag(sprintf('checker: %d holds committed of %d attempts in %.1f s (%.0f holds/s); errors: %s',
