@@ -30,7 +30,7 @@ sub lock_dir
 }
 
 # The full path of the node a cluster holds for $name ('' if none).
-sub held_znode
+sub cluster_znode
 {
 	my ($node, $name) = @_;
 	return $node->safe_psql('postgres',
@@ -127,7 +127,7 @@ sub next_contender_gets_it
 		sprintf("$what: ... at once (%.3f s)", $elapsed));
 	if ($granted)
 	{
-		my $mine = held_znode($node, $name);
+		my $mine = cluster_znode($node, $name);
 		dir_holds_exactly($name, [$mine], "$what: while the contender holds, only its node exists");
 		$s->query_safe("SELECT zk_lock_release('$name')");
 	}
@@ -143,7 +143,7 @@ sub hold
 	my $s = bg_session($node);
 	$sql //= "SELECT zk_lock_acquire('$name') > 0";
 	is($s->query_safe($sql), 't', "holder takes $name");
-	my $znode = held_znode($node, $name);
+	my $znode = cluster_znode($node, $name);
 	like($znode, qr{^\Q${\ lock_dir($name)}\E/_c_[0-9a-f-]{36}-lock-\d+$},
 		"the holder's node of $name is known");
 	return ($s, $znode);
@@ -416,10 +416,10 @@ END \$\$});
 	my $sa = bg_session($a);
 	$sa->query_safe("BEGIN; CREATE TEMP TABLE sp_work(x int); INSERT INTO sp_work VALUES (1)");
 	is($sa->query_safe("SELECT zk_lock_acquire_xact('$outer') > 0"), 't', 'savepoint: outer lock taken');
-	my $zouter = held_znode($a, $outer);
+	my $zouter = cluster_znode($a, $outer);
 	$sa->query_safe("SAVEPOINT before_lock");
 	is($sa->query_safe("SELECT zk_lock_acquire_xact('$name') > 0"), 't', 'savepoint: inner lock taken');
-	my $za = held_znode($a, $name);
+	my $za = cluster_znode($a, $name);
 	isnt($za, '', "savepoint: the inner lock's node is known");
 	dir_holds_exactly($name, [$za], 'savepoint: the inner lock has its node');
 
