@@ -71,7 +71,7 @@ zkl_parse_contender(const char *child, bool *shared)
 	int64		seq = 0;
 
 	*shared = false;
-	for (int i = 0; i < lengthof(zkl_markers); i++)
+	for (size_t i = 0; i < lengthof(zkl_markers); i++)
 	{
 		const char *p = child;
 		const char *hit;
