@@ -1,7 +1,7 @@
 # zklock: PGXS build of the extension and its test suites.
 
 MODULE_big = zklock
-OBJS = src/zklock.o src/shmem.o src/encode.o src/worker.o src/recipe.o \
+OBJS = src/zklock.o src/shmem.o src/encode.o src/worker.o src/session_file.o src/recipe.o \
 	src/backend.o src/contenders.o src/functions.o
 
 EXTENSION = zklock
@@ -13,7 +13,7 @@ PG_CPPFLAGS = -I$(srcdir)/src
 
 # Suites need a server started with zklock preloaded and a ZooKeeper
 # (test/run_all.sh sets both up).
-REGRESS = setup basic lifetimes input security
+REGRESS = setup basic lifetimes input security hostile_input
 ISOLATION = timeout shared
 ISOLATION_OPTS = --load-extension=zklock
 

@@ -18,15 +18,19 @@
 #include <zookeeper/zookeeper.h>
 
 #include "access/xact.h"
+#include "common/int.h"
 #include "access/xlog.h"
 #include "commands/dbcommands.h"
 #include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/postmaster.h"
+#include "storage/condition_variable.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
+#include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
@@ -62,6 +66,7 @@ static zkl_xact_hold *zkl_xact_holds = NULL;
 static int	zkl_n_xact_holds = 0;
 static int	zkl_max_xact_holds = 0;
 static bool zkl_exit_registered = false;
+static bool zkl_commit_waiting = false;	/* our slots say commit_waiting */
 
 /* The request this backend is waiting for, if any. */
 static int	zkl_wait_slotno = -1;
@@ -72,11 +77,41 @@ static void zkl_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								 SubTransactionId parentSubid, void *arg);
 static void zkl_backend_exit(int code, Datum arg);
 
+static ProcessUtility_hook_type prev_process_utility = NULL;
+
+/*
+ * DISCARD ALL gives back this session's session-scope locks, as it gives
+ * back advisory locks: poolers run it between clients (pgbouncer's default
+ * server_reset_query), and a lock must not outlive its client.  Other kinds
+ * of DISCARD leave them, as they leave advisory locks.  Inside a
+ * transaction block DISCARD ALL fails before this point, and the locks stay.
+ */
+static void
+zkl_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+					ProcessUtilityContext context, ParamListInfo params,
+					QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *parsetree = pstmt->utilityStmt;
+	bool		discard_all = IsA(parsetree, DiscardStmt) &&
+		((DiscardStmt *) parsetree)->target == DISCARD_ALL;
+
+	if (prev_process_utility)
+		prev_process_utility(pstmt, queryString, readOnlyTree, context, params,
+							 queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+								queryEnv, dest, qc);
+	if (discard_all)
+		zkl_release_all_session();
+}
+
 void
 zkl_backend_init(void)
 {
 	RegisterXactCallback(zkl_xact_callback, NULL);
 	RegisterSubXactCallback(zkl_subxact_callback, NULL);
+	prev_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = zkl_process_utility;
 }
 
 static void
@@ -151,7 +186,7 @@ zkl_json_field(StringInfo buf, const char *key, const char *value)
 		appendStringInfoChar(buf, ',');
 	escape_json(buf, key);
 	appendStringInfoChar(buf, ':');
-	escape_json(buf, value ? value : "");
+	zkl_json_ascii(buf, value ? value : "");
 }
 
 /* The node's data: who is asking, for any ZooKeeper client to read. */
@@ -205,7 +240,7 @@ zkl_give_up(int slotno, uint32 generation, bool counts_as_cancel)
 			case ZKL_SLOT_WAITING:
 			case ZKL_SLOT_HELD:
 				if (slot->state == ZKL_SLOT_WAITING && counts_as_cancel)
-					zkl_shared->n_cancels++;
+					zkl_count(cancels);
 				/* From here on the view shows it leaving, not queued. */
 				slot->state = ZKL_SLOT_RELEASING;
 				slot->wanted = false;
@@ -318,10 +353,33 @@ zkl_report_if_lost(zkl_local_lock *lock)
 			 errhint("Another client may have taken the lock; redo the work under a new lock.")));
 }
 
+/*
+ * Milliseconds from now to deadline, rounded up, for WaitLatch: never more
+ * than INT_MAX, which is what the kernel's wait takes.
+ */
 static long
 zkl_ms_until(TimestampTz deadline, TimestampTz now)
 {
-	return (long) ((deadline - now + 999) / 1000);
+	int64		ms = (deadline - now + 999) / 1000;
+
+	return (long) Min(Max(ms, 0), PG_INT32_MAX);
+}
+
+/*
+ * start plus ms, or 0 (no deadline) when that lies beyond the last
+ * timestamp there is: such a timeout cannot expire, it means "for ever".
+ */
+static TimestampTz
+zkl_deadline_after(TimestampTz start, int64 ms)
+{
+	int64		us;
+	TimestampTz deadline;
+
+	if (pg_mul_s64_overflow(ms, INT64CONST(1000), &us) ||
+		pg_add_s64_overflow(start, us, &deadline) ||
+		!IS_VALID_TIMESTAMP(deadline))
+		return 0;
+	return deadline;
 }
 
 /* zklock.max_locks_per_backend; by default it grows with zklock.max_locks. */
@@ -341,22 +399,19 @@ zkl_backend_cap(void)
 static int
 zkl_claim_slot(const char *name, const char *dir, TimestampTz start)
 {
-	zkl_slot   *slot = NULL;
+	zkl_slot   *slot;
 	int			slotno;
 
-	/* Start after the last slot taken: with many held, free ones lie ahead. */
+	/*
+	 * From the moment a slot is posted this backend must give it back on
+	 * every way out: the exit hook and the transaction callbacks need the
+	 * local table to exist.
+	 */
+	zkl_local_init();
+
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < zkl_shared->nslots; i++)
-	{
-		slotno = (zkl_shared->free_hint + i) % zkl_shared->nslots;
-		if (zkl_shared->slots[slotno].state == ZKL_SLOT_FREE)
-		{
-			slot = &zkl_shared->slots[slotno];
-			zkl_shared->free_hint = (slotno + 1) % zkl_shared->nslots;
-			break;
-		}
-	}
-	if (slot == NULL)
+	slotno = zkl_slot_take();
+	if (slotno < 0)
 	{
 		LWLockRelease(zkl_shared->lock);
 		ereport(ERROR,
@@ -365,6 +420,7 @@ zkl_claim_slot(const char *name, const char *dir, TimestampTz start)
 				 errdetail("All %d slots of this cluster are in use.", zkl_shared->nslots),
 				 errhint("Raise zklock.max_locks (this requires a restart).")));
 	}
+	slot = &zkl_shared->slots[slotno];
 	slot->state = ZKL_SLOT_WAITING;
 	slot->wanted = true;
 	slot->try_only = false;
@@ -376,6 +432,7 @@ zkl_claim_slot(const char *name, const char *dir, TimestampTz start)
 	slot->procno = MyProc->pgprocno;
 	slot->dbid = MyDatabaseId;
 	slot->userid = GetUserId();
+	slot->encoding = GetDatabaseEncoding();
 	slot->session_count = slot->xact_count = 0;
 	slot->zk_rc = 0;
 	slot->token = 0;
@@ -483,10 +540,11 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 	uint32		generation;
 	bool		found;
 	TimestampTz start = GetCurrentTimestamp();
-	TimestampTz deadline = timeout_ms > 0 ? TimestampTzPlusMilliseconds(start, timeout_ms) : 0;
+	TimestampTz deadline = timeout_ms > 0 ? zkl_deadline_after(start, timeout_ms) : 0;
 	char	   *dir = zkl_lock_dir(name, strlen(name));
 	char		key[ZKL_KEY_LEN];
 	char		data[ZKL_MAX_DATA_LEN];
+	char		uuid[ZKL_UUID_LEN + 1];
 
 	zkl_local_init();
 	zkl_make_key(key, name, shared);
@@ -510,6 +568,7 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 				 errhint("Release some locks, or raise zklock.max_locks_per_backend.")));
 
 	zkl_describe_holder(data, shared, xact, start);
+	zkl_random_uuid(uuid);
 	sibling = zkl_find_local(name, !shared);
 
 	slotno = zkl_claim_slot(name, dir, start);
@@ -521,7 +580,7 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 	slot->sibling_generation = sibling ? sibling->generation : 0;
 	slot->session_count = xact ? 0 : 1;
 	slot->xact_count = xact ? 1 : 0;
-	zkl_random_uuid(slot->uuid);
+	strlcpy(slot->uuid, uuid, sizeof(slot->uuid));
 	strlcpy(slot->data, data, sizeof(slot->data));
 	generation = zkl_submit_slot(slotno);
 
@@ -578,9 +637,7 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 		if (deadline != 0 && now >= deadline)
 		{
 			zkl_cancel_wait(false);
-			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-			zkl_shared->n_timeouts++;
-			LWLockRelease(zkl_shared->lock);
+			zkl_count(timeouts);
 			if (session != ZKL_SESSION_CONNECTED)
 				ereport(ERROR,
 						(errcode(ERRCODE_ZKLOCK_UNAVAILABLE),
@@ -622,13 +679,14 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 		CHECK_FOR_INTERRUPTS();
 	}
 
-	zkl_wait_slotno = -1;
+	/* Known to the local table before it stops being the wait: no gap to leak it. */
 	lock = hash_search(zkl_locks, key, HASH_ENTER, &found);
 	lock->slotno = slotno;
 	lock->generation = generation;
 	lock->session_count = xact ? 0 : 1;
 	lock->xact_count = 0;
 	lock->token = *token;
+	zkl_wait_slotno = -1;
 	if (xact)
 	{
 		lock->xact_count = 1;
@@ -720,7 +778,7 @@ zkl_acquire_set(const char **names, int n, bool xact, int64 timeout_ms, int64 *t
 			order[ndistinct++] = order[i];
 
 	if (limit_ms > 0)
-		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), limit_ms);
+		deadline = zkl_deadline_after(GetCurrentTimestamp(), limit_ms);
 	for (int i = 0; i < ndistinct; i++)
 	{
 		if (deadline != 0)
@@ -848,6 +906,7 @@ zkl_set_commit_waiting(bool waiting)
 	HASH_SEQ_STATUS seq;
 	zkl_local_lock *lock;
 
+	zkl_commit_waiting = waiting;
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	hash_seq_init(&seq, zkl_locks);
 	while ((lock = hash_seq_search(&seq)) != NULL)
@@ -858,6 +917,16 @@ zkl_set_commit_waiting(bool waiting)
 			slot->commit_waiting = waiting;
 	}
 	LWLockRelease(zkl_shared->lock);
+}
+
+/* The commit's wait for proof is over, however it ended (an error too). */
+static void
+zkl_end_commit_wait(void)
+{
+	if (!zkl_commit_waiting)
+		return;
+	ConditionVariableCancelSleep();
+	zkl_set_commit_waiting(false);
 }
 
 /*
@@ -892,6 +961,7 @@ zkl_confirm_before_commit(void)
 			if (zkl_lock_is_lost(lock))
 			{
 				hash_seq_term(&seq);
+				zkl_end_commit_wait();
 				zkl_report_if_lost(lock);
 			}
 		}
@@ -912,6 +982,8 @@ zkl_confirm_before_commit(void)
 			deadline = TimestampTzPlusMilliseconds(now, timeout_ms);
 		}
 		if (now >= deadline)
+		{
+			zkl_end_commit_wait();
 			ereport(ERROR,
 					(errcode(ERRCODE_ZKLOCK_LOST),
 					 errmsg("could not confirm the ZooKeeper session before commit"),
@@ -919,18 +991,27 @@ zkl_confirm_before_commit(void)
 							   timeout_ms),
 					 errhint("Check that ZooKeeper at zklock.hosts (\"%s\") is reachable and the zklock worker is running.",
 							 zkl_hosts)));
+		}
 
-		zkl_set_commit_waiting(true);
+		if (!zkl_commit_waiting)
+		{
+			zkl_set_commit_waiting(true);
+			ConditionVariablePrepareToSleep(&zkl_shared->contact_cv);
+		}
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 		zkl_shared->heartbeat_requested = true;
 		LWLockRelease(zkl_shared->lock);
 		zkl_wake_worker();
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
-						 PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		zkl_set_commit_waiting(false);
-		CHECK_FOR_INTERRUPTS();
+
+		/*
+		 * The worker broadcasts when an answer moves last_contact, the
+		 * session changes state or a lock is lost: no polling.
+		 */
+		(void) ConditionVariableTimedSleep(&zkl_shared->contact_cv,
+										   zkl_ms_until(deadline, GetCurrentTimestamp()),
+										   PG_WAIT_EXTENSION);
 	}
+	zkl_end_commit_wait();
 
 	if (start != 0)
 		ereport(LOG,
@@ -964,6 +1045,7 @@ zkl_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
 			/* After the commit record: the next holder sees our work. */
+			zkl_end_commit_wait();
 			zkl_cancel_wait(true);
 			zkl_release_xact_holds(0);
 			break;

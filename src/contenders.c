@@ -31,6 +31,7 @@ typedef struct zkl_contender
 	char	   *node;
 	char	   *data;
 	int			data_len;
+	bool		is_zklock;		/* the data is zklock's description */
 	Datum		holder;			/* zklock's JSON as jsonb, or 0 */
 	char	   *owner;			/* "<system identifier>:<pid>" of a zklock node */
 } zkl_contender;
@@ -44,16 +45,43 @@ zkl_cmp_contenders(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq ? 1 : 0;
 }
 
-/* Our own description is JSON with the cluster's system identifier. */
+/*
+ * Our own description is JSON with the cluster's system identifier.  It is
+ * shown as jsonb only when this database can hold it: zklock writes ASCII
+ * with \u escapes, and outside UTF-8 databases jsonb refuses escapes of
+ * characters above U+007F, so the description is then shown as text.
+ */
 static bool
 zkl_is_zklock_json(const char *data, int len)
 {
 	JsonLexContext *lex;
 
-	if (len == 0 || data[0] != '{' || strstr(data, "\"system_identifier\"") == NULL)
+	if (len == 0 || data[0] != '{' || memchr(data, '\0', len) != NULL ||
+		strstr(data, "\"system_identifier\"") == NULL)
 		return false;
 	lex = makeJsonLexContextCstringLen((char *) data, len, GetDatabaseEncoding(), false);
 	return pg_parse_json(lex, &nullSemAction) == JSON_SUCCESS;
+}
+
+static bool
+zkl_json_fits_database(const char *data, int len)
+{
+	if (GetDatabaseEncoding() == PG_UTF8)
+		return pg_verifymbstr(data, len, true);
+	for (int i = 0; i < len; i++)
+	{
+		if (IS_HIGHBIT_SET(data[i]))
+			return false;
+		/* \uXXXX above 007F; "\\u" is an escaped backslash, not an escape */
+		if (data[i] == '\\' && i + 1 < len)
+		{
+			if (data[i + 1] == 'u' && (i + 5 >= len || strncmp(data + i + 2, "00", 2) != 0 ||
+									   !strchr("01234567", data[i + 4])))
+				return false;
+			i++;
+		}
+	}
+	return true;
 }
 
 /* A text field of our JSON description, or NULL. */
@@ -178,7 +206,8 @@ zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
 		c->seq = zkl_parse_contender(c->node, &c->shared);
 		c->holder = (Datum) 0;
 		c->owner = NULL;
-		if (zkl_is_zklock_json(c->data, c->data_len))
+		c->is_zklock = zkl_is_zklock_json(c->data, c->data_len);
+		if (c->is_zklock && zkl_json_fits_database(c->data, c->data_len))
 		{
 			char	   *sysid;
 			char	   *pid;
@@ -200,7 +229,7 @@ zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
 	for (int i = 0; i < n; i++)
 	{
 		zkl_contender *c = &all[i];
-		bool		is_zklock = c->holder != (Datum) 0;
+		bool		is_zklock = c->is_zklock;
 		bool		held = zkl_contender_held(all, i);
 		Datum		values[8];
 		bool		nulls[8] = {0};
@@ -208,10 +237,12 @@ zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
 		values[0] = Int32GetDatum(i + 1);
 		values[1] = CStringGetTextDatum(c->shared ? "shared" : "exclusive");
 		values[2] = CStringGetTextDatum(held ? "held" : "waiting");
-		values[3] = CStringGetTextDatum(psprintf("%s/%s", dir, c->node));
+		/* Other clients may name their nodes in any UTF-8. */
+		values[3] = PointerGetDatum(zkl_text_for_reader(psprintf("%s/%s", dir, c->node),
+														strlen(dir) + 1 + strlen(c->node), PG_UTF8));
 		values[4] = Int64GetDatum(c->czxid);
 		values[5] = CStringGetTextDatum(zkl_client_of(c, is_zklock));
-		if (is_zklock)
+		if (c->holder != (Datum) 0)
 		{
 			values[6] = c->holder;
 			nulls[7] = true;

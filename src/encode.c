@@ -9,12 +9,18 @@
  * is escaped too, which rules out "." and "..".  Decoding is plain
  * percent-decoding, so distinct names never share a directory.
  *
+ * Text that zklock shows comes from elsewhere too: lock names of databases
+ * of other encodings, node names that other ZooKeeper clients chose.  What
+ * is not valid in the reading database's encoding is shown the same way,
+ * with %XX, so that no query breaks on it.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
+#include "utils/builtins.h"
 
 #include "zklock.h"
 
@@ -27,11 +33,20 @@ zkl_byte_is_plain(unsigned char c, bool first)
 		(c >= '0' && c <= '9') || c == '_' || c == '-';
 }
 
+static void
+zkl_append_percent(StringInfo buf, unsigned char c)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	appendStringInfoChar(buf, '%');
+	appendStringInfoChar(buf, hex[c >> 4]);
+	appendStringInfoChar(buf, hex[c & 0x0F]);
+}
+
 /* Validate a lock name and return its encoded form (palloc'd). */
 char *
 zkl_encode_name(const char *name, int len)
 {
-	static const char hex[] = "0123456789ABCDEF";
 	StringInfoData buf;
 
 	if (len == 0)
@@ -52,11 +67,7 @@ zkl_encode_name(const char *name, int len)
 		if (zkl_byte_is_plain(c, i == 0))
 			appendStringInfoChar(&buf, (char) c);
 		else
-		{
-			appendStringInfoChar(&buf, '%');
-			appendStringInfoChar(&buf, hex[c >> 4]);
-			appendStringInfoChar(&buf, hex[c & 0x0F]);
-		}
+			zkl_append_percent(&buf, c);
 	}
 	return buf.data;
 }
@@ -70,4 +81,95 @@ zkl_lock_dir(const char *name, int len)
 	if (strcmp(zkl_root, "/") == 0)
 		return psprintf("/%s", encoded);
 	return psprintf("%s/%s", zkl_root, encoded);
+}
+
+/*
+ * Bytes of text in encoding src_encoding, as text of the current database:
+ * as they are when they are ASCII, or valid here and of this database's
+ * encoding; otherwise each non-ASCII byte and each '%' as %XX.
+ */
+text *
+zkl_text_for_reader(const char *bytes, int len, int src_encoding)
+{
+	bool		ascii = true;
+	StringInfoData buf;
+
+	for (int i = 0; i < len && ascii; i++)
+		ascii = !IS_HIGHBIT_SET(bytes[i]);
+	if (ascii || (src_encoding == GetDatabaseEncoding() && pg_verifymbstr(bytes, len, true)))
+		return cstring_to_text_with_len(bytes, len);
+
+	initStringInfo(&buf);
+	for (int i = 0; i < len; i++)
+	{
+		unsigned char c = (unsigned char) bytes[i];
+
+		if (IS_HIGHBIT_SET(c) || c == '%')
+			zkl_append_percent(&buf, c);
+		else
+			appendStringInfoChar(&buf, (char) c);
+	}
+	return cstring_to_text_with_len(buf.data, buf.len);
+}
+
+/*
+ * Append value to buf as a JSON string of ASCII only: whatever the
+ * database's encoding, the node data is then valid UTF-8 for every
+ * ZooKeeper client and valid text in every database that reads it.
+ * Non-ASCII characters become \uXXXX escapes (in a SQL_ASCII database,
+ * bytes that are not UTF-8 become U+FFFD).
+ */
+void
+zkl_json_ascii(StringInfo buf, const char *value)
+{
+	int			len = strlen(value);
+	const unsigned char *s;
+	const unsigned char *end;
+	bool		utf8;
+
+	if (GetDatabaseEncoding() == PG_SQL_ASCII)
+	{
+		s = (const unsigned char *) value;
+		utf8 = pg_verify_mbstr(PG_UTF8, value, len, true);
+	}
+	else
+	{
+		s = (const unsigned char *) pg_server_to_any(value, len, PG_UTF8);
+		len = strlen((const char *) s);
+		utf8 = true;
+	}
+	end = s + len;
+
+	appendStringInfoChar(buf, '"');
+	while (s < end)
+	{
+		if (!IS_HIGHBIT_SET(*s))
+		{
+			if (*s == '"' || *s == '\\')
+				appendStringInfo(buf, "\\%c", *s);
+			else if (*s < 0x20 || *s == 0x7F)
+				appendStringInfo(buf, "\\u%04x", *s);
+			else
+				appendStringInfoChar(buf, (char) *s);
+			s++;
+		}
+		else if (utf8)
+		{
+			pg_wchar	cp = utf8_to_unicode(s);
+
+			if (cp > 0xFFFF)
+				appendStringInfo(buf, "\\u%04x\\u%04x",
+								 (unsigned int) (0xD800 + ((cp - 0x10000) >> 10)),
+								 (unsigned int) (0xDC00 + ((cp - 0x10000) & 0x3FF)));
+			else
+				appendStringInfo(buf, "\\u%04x", (unsigned int) cp);
+			s += pg_utf_mblen(s);
+		}
+		else
+		{
+			appendStringInfoString(buf, "\\ufffd");
+			s++;
+		}
+	}
+	appendStringInfoChar(buf, '"');
 }

@@ -47,25 +47,51 @@ zkl_name_arg(FunctionCallInfo fcinfo)
 	return PG_GETARG_TEXT_PP(0);
 }
 
+/*
+ * An interval as whole milliseconds, rounded up so that a positive timeout
+ * below 1 ms still waits; a month counts 30 days, as in interval
+ * arithmetic.  The sum is taken without overflow: false when it is
+ * negative; an interval longer than int64 milliseconds can hold (300000
+ * years) comes back as PG_INT64_MAX, a wait no clock will see end.
+ */
+static bool
+zkl_interval_ms(const Interval *iv, int64 *ms)
+{
+#ifdef HAVE_INT128
+	int128		us = (int128) iv->time + (int128) iv->day * USECS_PER_DAY +
+		(int128) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
+
+	if (us < 0)
+		return false;
+	us = (us + 999) / 1000;
+	*ms = us > PG_INT64_MAX ? PG_INT64_MAX : (int64) us;
+	return true;
+#else
+	long double us = (long double) iv->time + (long double) iv->day * USECS_PER_DAY +
+		(long double) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
+
+	if (us < 0)
+		return false;
+	us = (us + 999) / 1000;
+	*ms = us >= (long double) PG_INT64_MAX ? PG_INT64_MAX : (int64) us;
+	return true;
+#endif
+}
+
 /* The timeout argument in ms; -1 when NULL (use lock_timeout). */
 static int64
 zkl_timeout_arg(FunctionCallInfo fcinfo)
 {
-	Interval   *iv;
-	int64		usecs;
+	int64		ms;
 
 	if (PG_NARGS() < 2 || PG_ARGISNULL(1))
 		return -1;
-	iv = PG_GETARG_INTERVAL_P(1);
-	usecs = iv->time + (int64) iv->day * USECS_PER_DAY +
-		(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
-	if (usecs < 0)
+	if (!zkl_interval_ms(PG_GETARG_INTERVAL_P(1), &ms))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ZooKeeper lock timeout must not be negative"),
 				 errhint("Use NULL to wait as long as lock_timeout allows, or 0 not to wait.")));
-	/* Round up: a positive timeout below 1 ms still waits. */
-	return (usecs + 999) / 1000;
+	return ms;
 }
 
 static Datum
@@ -308,17 +334,18 @@ zk_locks(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	for (int i = 0; i < zkl_shared->nslots; i++)
+	for (int i = zkl_shared->used_head; i >= 0; i = zkl_shared->slots[i].next)
 	{
 		zkl_slot   *slot = &zkl_shared->slots[i];
 		Datum		values[10];
 		bool		nulls[10] = {0};
 
-		if (slot->state == ZKL_SLOT_FREE || slot->inspect)
+		if (slot->inspect)
 			continue;
 		values[0] = Int32GetDatum(slot->pid);
 		values[1] = ObjectIdGetDatum(slot->dbid);
-		values[2] = CStringGetTextDatum(slot->name);
+		/* A name of a database of another encoding may not be valid text here. */
+		values[2] = PointerGetDatum(zkl_text_for_reader(slot->name, strlen(slot->name), slot->encoding));
 		values[3] = CStringGetTextDatum(slot->kind == ZKL_NODE_READ ? "shared" : "exclusive");
 		values[4] = CStringGetTextDatum(zkl_scope_name(slot));
 		values[5] = CStringGetTextDatum(zkl_slot_state_name(slot->state));
@@ -370,7 +397,7 @@ zk_status(PG_FUNCTION_ARGS)
 	s = zkl_shared;
 
 	LWLockAcquire(s->lock, LW_SHARED);
-	used = zkl_slots_used();
+	used = s->nused;
 	values[0] = CStringGetTextDatum(s->worker_pid == 0 ? "no worker" : zkl_session_state_name(s->session_state));
 	if (s->session_id != 0)
 		values[1] = CStringGetTextDatum(psprintf("0x%llx", (unsigned long long) s->session_id));
@@ -384,18 +411,18 @@ zk_status(PG_FUNCTION_ARGS)
 	nulls[4] = s->connected_since == 0 || s->session_state != ZKL_SESSION_CONNECTED;
 	values[5] = TimestampTzGetDatum(s->last_contact);
 	nulls[5] = s->last_contact == 0;
-	values[6] = Int64GetDatum((int64) s->n_acquired);
-	values[7] = Int64GetDatum((int64) s->n_released);
-	values[8] = Int64GetDatum((int64) s->n_timeouts);
-	values[9] = Int64GetDatum((int64) s->n_cancels);
-	values[10] = Int64GetDatum((int64) s->n_lost);
-	values[11] = Int64GetDatum((int64) s->n_requests);
-	values[12] = Int64GetDatum((int64) s->n_watch_events);
+	values[6] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.acquired));
+	values[7] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.released));
+	values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.timeouts));
+	values[9] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.cancels));
+	values[10] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.lost));
+	values[11] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.requests));
+	values[12] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.watch_events));
 	values[13] = Int32GetDatum(used);
 	values[14] = Int32GetDatum(s->nslots);
-	values[15] = Int64GetDatum((int64) s->n_release_requests);
-	values[16] = Int64GetDatum((int64) s->n_handoffs);
-	values[17] = Int64GetDatum((int64) s->n_handoff_requests);
+	values[15] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.release_requests));
+	values[16] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.handoffs));
+	values[17] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.handoff_requests));
 	LWLockRelease(s->lock);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

@@ -17,6 +17,8 @@
 #include <signal.h>
 
 #include "storage/dsm.h"
+#include "storage/proc.h"
+#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -37,6 +39,51 @@ static const struct
 
 /* The root's components were created (or found) by this worker. */
 static bool zkl_root_made = false;
+
+/*
+ * The nodes of this cluster's slots, by name: a waiter whose predecessor
+ * goes learns at once whether it was one of ours, without a scan of the
+ * slots.  An entry lives from the moment the worker learns the node's name
+ * until the slot's work ends (zkl_end_work).
+ */
+typedef struct zkl_node_entry
+{
+	char		node[ZKL_MAX_NODE_LEN];
+	int			slotno;
+} zkl_node_entry;
+
+static HTAB *zkl_node_map = NULL;
+
+static void zkl_forget_node(zkl_work *work);
+
+static void
+zkl_remember_node(int slotno, const char *node)
+{
+	zkl_work   *work = &zkl_works[slotno];
+	zkl_node_entry *entry;
+
+	if (zkl_node_map == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = ZKL_MAX_NODE_LEN;
+		ctl.entrysize = sizeof(zkl_node_entry);
+		zkl_node_map = hash_create("zklock nodes", 256, &ctl, HASH_ELEM | HASH_STRINGS);
+	}
+	zkl_forget_node(work);
+	entry = hash_search(zkl_node_map, node, HASH_ENTER, NULL);
+	entry->slotno = slotno;
+	strlcpy(work->mapped_node, node, sizeof(work->mapped_node));
+}
+
+static void
+zkl_forget_node(zkl_work *work)
+{
+	if (work->mapped_node[0] == '\0')
+		return;
+	hash_search(zkl_node_map, work->mapped_node, HASH_REMOVE, NULL);
+	work->mapped_node[0] = '\0';
+}
 
 /* What our own requests create, by zkl_node_kind. */
 static const char *const zkl_node_markers[] = {"-lock-", "__WRIT__", "__READ__"};
@@ -131,6 +178,7 @@ zkl_check_sent(int slotno, int rc)
 static void
 zkl_end_work(zkl_work *work)
 {
+	zkl_forget_node(work);
 	work->opgen++;
 	work->phase = ZKL_PH_IDLE;
 	work->retry = false;
@@ -183,27 +231,47 @@ zkl_fail_slot(int slotno, int rc)
 }
 
 /*
- * A held lock is gone.  Caller holds the lock exclusively.  The backend is
- * woken and, as zklock.on_lock_lost says, its statement cancelled or the
- * backend terminated at once; its commit fails in any case.
+ * A held lock is gone, if the slot still held it.  The backend is woken
+ * and, as zklock.on_lock_lost says, its statement cancelled or the backend
+ * terminated at once; its commit fails in any case.  The log line and the
+ * signal are sent after the lock is released.
  */
 static void
-zkl_mark_lost(zkl_slot *slot, const char *cause)
+zkl_mark_lost(int slotno, const char *cause)
 {
-	slot->state = ZKL_SLOT_LOST;
-	slot->node[0] = '\0';
-	zkl_shared->n_lost++;
-	zkl_wake_backend(slot);
+	zkl_slot   *slot = &zkl_shared->slots[slotno];
+	bool		held;
+	bool		commit_waiting = false;
+	int			pid = 0;
+	char		name[ZKL_MAX_NAME_LEN + 1];
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	held = slot->state == ZKL_SLOT_HELD;
+	if (held)
+	{
+		slot->state = ZKL_SLOT_LOST;
+		slot->node[0] = '\0';
+		pid = slot->pid;
+		commit_waiting = slot->commit_waiting;
+		strlcpy(name, slot->name, sizeof(name));
+		zkl_wake_backend(slot);
+	}
+	LWLockRelease(zkl_shared->lock);
+	if (!held)
+		return;
+
+	zkl_count(lost);
+	ConditionVariableBroadcast(&zkl_shared->contact_cv);
 	ereport(LOG,
 			(errmsg("zklock: backend %d lost ZooKeeper lock \"%s\": %s",
-					slot->pid, slot->name, cause)));
+					pid, name, cause)));
 	/* A commit waiting for proof reports the loss itself, as ZK002. */
-	if (slot->commit_waiting)
+	if (commit_waiting)
 		return;
 	if (zkl_on_lock_lost == ZKL_ON_LOST_CANCEL)
-		kill(slot->pid, SIGINT);
+		kill(pid, SIGINT);
 	else if (zkl_on_lock_lost == ZKL_ON_LOST_TERMINATE)
-		kill(slot->pid, SIGTERM);
+		kill(pid, SIGTERM);
 }
 
 /*
@@ -239,9 +307,9 @@ zkl_grant(int slotno, zkl_slot *slot)
 	{
 		slot->state = ZKL_SLOT_HELD;
 		slot->granted_at = GetCurrentTimestamp();
-		zkl_shared->n_acquired++;
+		zkl_count(acquired);
 		if (zkl_works[slotno].waited)
-			zkl_shared->n_handoffs++;
+			zkl_count(handoffs);
 		zkl_wake_backend(slot);
 	}
 	LWLockRelease(zkl_shared->lock);
@@ -451,19 +519,26 @@ zkl_connection_trouble(int slotno, int rc)
 	return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
 }
 
-/* The node of the owner's hold of the other mode: never waited on. */
-static const char *
-zkl_sibling_node(zkl_slot *slot)
+/*
+ * Copy into out the node of the owner's hold of the other mode, which is
+ * never waited on; false when there is none.
+ */
+static bool
+zkl_sibling_node(zkl_slot *slot, char *out)
 {
 	zkl_slot   *sib;
+	bool		found;
 
 	if (slot->sibling_slotno < 0 || slot->sibling_slotno >= zkl_shared->nslots)
-		return NULL;
+		return false;
 	sib = &zkl_shared->slots[slot->sibling_slotno];
-	if (sib->generation != slot->sibling_generation || sib->pid != slot->pid ||
-		sib->node[0] == '\0')
-		return NULL;
-	return sib->node;
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	found = sib->generation == slot->sibling_generation && sib->pid == slot->pid &&
+		sib->node[0] != '\0';
+	if (found)
+		strlcpy(out, sib->node, ZKL_MAX_NODE_LEN);
+	LWLockRelease(zkl_shared->lock);
+	return found;
 }
 
 /*
@@ -479,7 +554,8 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 	zkl_work   *work = &zkl_works[slotno];
 	bool		own_shared;
 	int64		own = zkl_parse_contender(slot->node, &own_shared);
-	const char *sibling = zkl_sibling_node(slot);
+	char		sibling_node[ZKL_MAX_NODE_LEN];
+	const char *sibling = zkl_sibling_node(slot, sibling_node) ? sibling_node : NULL;
 	int64		sibling_seq = -1;
 	int64		pred_seq = -1;
 	const char *pred = NULL;
@@ -587,18 +663,20 @@ static void
 zkl_predecessor_gone(int slotno, zkl_slot *slot)
 {
 	bool		pred_held_here = false;
+	zkl_node_entry *entry = NULL;
 
 	/* A predecessor that was this cluster's exclusive holder was lowest. */
-	if (!zkl_works[slotno].pred_was_last)
+	if (!zkl_works[slotno].pred_was_last && zkl_node_map != NULL)
+		entry = hash_search(zkl_node_map, zkl_works[slotno].pred, HASH_FIND, NULL);
+	if (entry != NULL && entry->slotno != slotno)
 	{
-		for (int i = 0; i < zkl_shared->nslots && !pred_held_here; i++)
-		{
-			zkl_slot   *other = &zkl_shared->slots[i];
+		zkl_slot   *other = &zkl_shared->slots[entry->slotno];
 
-			pred_held_here = i != slotno && zkl_was_lowest(other) &&
-				strcmp(other->node, zkl_works[slotno].pred) == 0 &&
-				strcmp(other->dir, slot->dir) == 0;
-		}
+		LWLockAcquire(zkl_shared->lock, LW_SHARED);
+		pred_held_here = zkl_was_lowest(other) &&
+			strcmp(other->node, zkl_works[slotno].pred) == 0 &&
+			strcmp(other->dir, slot->dir) == 0;
+		LWLockRelease(zkl_shared->lock);
 	}
 	zkl_works[slotno].handoff = true;
 	if (zkl_works[slotno].pred_was_last || pred_held_here)
@@ -614,6 +692,7 @@ zkl_found_node(int slotno, zkl_slot *slot, const char *child, int64 czxid)
 	strlcpy(slot->node, child, sizeof(slot->node));
 	slot->token = czxid;
 	LWLockRelease(zkl_shared->lock);
+	zkl_remember_node(slotno, child);
 }
 
 /* ---- zk_lock_contenders: a backend's read of one lock directory ---- */
@@ -787,7 +866,7 @@ zkl_handle_event(zkl_event *ev)
 	work = &zkl_works[slotno];
 
 	if (ev->kind == ZKL_EV_PRED_WATCH && ev->type != ZOO_SESSION_EVENT)
-		zkl_shared->n_watch_events++;
+		zkl_count(watch_events);
 	if (ev->opgen != work->opgen)
 		return;
 
@@ -920,10 +999,7 @@ zkl_handle_event(zkl_event *ev)
 						zkl_free_slot(slotno);
 					break;
 				}
-				LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-				if (slot->state == ZKL_SLOT_HELD)
-					zkl_mark_lost(slot, "its node was deleted");
-				LWLockRelease(zkl_shared->lock);
+				zkl_mark_lost(slotno, "its node was deleted");
 				zkl_end_work(work);
 			}
 			else if (ev->type != 0 || ev->rc != ZOK)
@@ -951,6 +1027,7 @@ zkl_handle_event(zkl_event *ev)
 			if (ev->rc == ZOK || ev->rc == ZNONODE)
 			{
 				int			fail_rc = work->fail_rc;
+				bool		released;
 
 				if (fail_rc != 0)
 				{
@@ -962,10 +1039,11 @@ zkl_handle_event(zkl_event *ev)
 					zkl_fail_slot(slotno, fail_rc);
 					break;
 				}
-				LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-				if (slot->state == ZKL_SLOT_RELEASING && slot->granted_at != 0)
-					zkl_shared->n_released++;
+				LWLockAcquire(zkl_shared->lock, LW_SHARED);
+				released = slot->state == ZKL_SLOT_RELEASING && slot->granted_at != 0;
 				LWLockRelease(zkl_shared->lock);
+				if (released)
+					zkl_count(released);
 				zkl_free_slot(slotno);
 			}
 			break;
@@ -985,6 +1063,21 @@ zkl_handle_event(zkl_event *ev)
 	}
 }
 
+/* The slots in use now, for a pass that may free some of them. */
+static int *
+zkl_used_slots(int *n)
+{
+	int		   *used;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	used = palloc(sizeof(int) * Max(zkl_shared->nused, 1));
+	*n = 0;
+	for (int i = zkl_shared->used_head; i >= 0; i = zkl_shared->slots[i].next)
+		used[(*n)++] = i;
+	LWLockRelease(zkl_shared->lock);
+	return used;
+}
+
 /*
  * The session is gone and every node of ours with it.  Holders lose their
  * locks and are told; waiters queue again in the next session.
@@ -992,18 +1085,21 @@ zkl_handle_event(zkl_event *ev)
 void
 zkl_session_lost(void)
 {
-	for (int i = 0; i < zkl_shared->nslots; i++)
+	int			n;
+	int		   *used = zkl_used_slots(&n);
+
+	for (int k = 0; k < n; k++)
 	{
+		int			i = used[k];
 		zkl_slot   *slot = &zkl_shared->slots[i];
 		zkl_work   *work = &zkl_works[i];
+		zkl_slot_state state;
 		bool		free_it = false;
 
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		switch (slot->state)
+		state = slot->state;
+		switch (state)
 		{
-			case ZKL_SLOT_HELD:
-				zkl_mark_lost(slot, "the ZooKeeper session ended");
-				break;
 			case ZKL_SLOT_WAITING:
 				if (slot->wanted)
 				{
@@ -1022,10 +1118,13 @@ zkl_session_lost(void)
 		}
 		LWLockRelease(zkl_shared->lock);
 
+		if (state == ZKL_SLOT_HELD)
+			zkl_mark_lost(i, "the ZooKeeper session ended");
 		zkl_end_work(work);
 		if (free_it)
 			zkl_free_slot(i);
 	}
+	pfree(used);
 }
 
 /*
@@ -1037,6 +1136,8 @@ void
 zkl_adopt_slots(void)
 {
 	bool		reattach;
+	int			n;
+	int		   *used;
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	reattach = zkl_shared->session_id != 0;
@@ -1048,21 +1149,31 @@ zkl_adopt_slots(void)
 		return;
 	}
 
-	for (int i = 0; i < zkl_shared->nslots; i++)
+	used = zkl_used_slots(&n);
+	for (int k = 0; k < n; k++)
 	{
+		int			i = used[k];
 		zkl_slot   *slot = &zkl_shared->slots[i];
 		zkl_work   *work = &zkl_works[i];
-		bool		known = slot->node[0] != '\0';
+		zkl_slot_state state;
+		bool		known;
+
+		LWLockAcquire(zkl_shared->lock, LW_SHARED);
+		state = slot->state;
+		known = slot->node[0] != '\0';
+		LWLockRelease(zkl_shared->lock);
 
 		work->opgen = 1;
 		if (slot->inspect)
 		{
 			/* A read of a directory just starts over. */
-			if (slot->state == ZKL_SLOT_WAITING || slot->state == ZKL_SLOT_RELEASING)
+			if (state == ZKL_SLOT_WAITING || state == ZKL_SLOT_RELEASING)
 				zkl_mark_pending(i);
 			continue;
 		}
-		switch (slot->state)
+		if (known)
+			zkl_remember_node(i, slot->node);
+		switch (state)
 		{
 			case ZKL_SLOT_HELD:
 				/* The old worker's watch on the node went with it. */
@@ -1083,4 +1194,75 @@ zkl_adopt_slots(void)
 		}
 		zkl_mark_pending(i);
 	}
+	pfree(used);
+}
+
+/*
+ * Second line of defence: a backend gives its slots back on every way out
+ * (its exit hook, its transaction callbacks), but slots whose backend no
+ * longer exists are given up here, as that backend would have: its
+ * requests are cancelled and its holds released, its nodes deleted.  A
+ * backend is gone when its PGPROC no longer carries its pid.
+ */
+void
+zkl_reap_dead_backends(void)
+{
+	int		   *dead;
+	int			ndead = 0;
+	int			reaped = 0;
+	int			last_pid = 0;
+
+	/* One pass under the shared lock finds them; each is then settled alone. */
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	dead = palloc(sizeof(int) * Max(zkl_shared->nused, 1));
+	for (int i = zkl_shared->used_head; i >= 0; i = zkl_shared->slots[i].next)
+	{
+		zkl_slot   *slot = &zkl_shared->slots[i];
+
+		if (slot->pid != 0 && ProcGlobal->allProcs[slot->procno].pid != slot->pid)
+			dead[ndead++] = i;
+	}
+	LWLockRelease(zkl_shared->lock);
+
+	for (int k = 0; k < ndead; k++)
+	{
+		int			i = dead[k];
+		zkl_slot   *slot = &zkl_shared->slots[i];
+		bool		give_up = false;
+
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		if (slot->state != ZKL_SLOT_FREE && slot->pid != 0 &&
+			ProcGlobal->allProcs[slot->procno].pid != slot->pid)
+		{
+			switch (slot->state)
+			{
+				case ZKL_SLOT_WAITING:
+				case ZKL_SLOT_HELD:
+					slot->state = ZKL_SLOT_RELEASING;
+					slot->wanted = false;
+					slot->session_count = slot->xact_count = 0;
+					give_up = true;
+					reaped++;
+					last_pid = slot->pid;
+					break;
+				case ZKL_SLOT_FAILED:
+				case ZKL_SLOT_LOST:
+					reaped++;
+					last_pid = slot->pid;
+					zkl_slot_clear(slot);
+					break;
+				default:
+					/* BUSY and RELEASING are on their way out already. */
+					break;
+			}
+		}
+		LWLockRelease(zkl_shared->lock);
+		if (give_up)
+			zkl_mark_pending(i);
+	}
+	pfree(dead);
+	if (reaped > 0)
+		ereport(LOG,
+				(errmsg("zklock gave up %d lock slots of backends that exited without giving them back (last pid %d)",
+						reaped, last_pid)));
 }

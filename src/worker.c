@@ -26,10 +26,12 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
+#include "storage/procsignal.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "session_file.h"
 #include "worker.h"
 
 zhandle_t  *zkl_zh = NULL;
@@ -51,11 +53,12 @@ static TimestampTz zkl_next_connect = 0;
 
 /*
  * After a crash restart the previous incarnation's session may still hold
- * nodes of dead backends.  Its id and password survive in this file in the
- * data directory; the new worker reattaches to that session only to close
- * it, so ZooKeeper frees those locks now instead of after the timeout.
+ * nodes of dead backends.  Its id and password survive in a file in the
+ * data directory (session_file.c, which also says why a copy of the data
+ * directory never acts on it); the new worker reattaches to that session
+ * only to close it, so ZooKeeper frees those locks now instead of after the
+ * timeout.
  */
-#define ZKL_SESSION_FILE	"zklock.session"
 static bool zkl_closing_previous = false;
 
 /* Heartbeats prove the session alive to committing backends. */
@@ -199,6 +202,24 @@ zkl_session_watcher(zhandle_t *zh, int type, int state, const char *path, void *
 	zkl_post(ev);
 }
 
+/* The library's log lines; it calls this from any of its threads. */
+static void
+zkl_library_log(const char *message)
+{
+	zkl_event  *ev = calloc(1, sizeof(zkl_event));
+
+	if (ev == NULL)
+		return;					/* a log line is not worth an abort */
+	ev->kind = ZKL_EV_LOG;
+	ev->path = strdup(message);
+	if (ev->path == NULL)
+	{
+		free(ev);
+		return;
+	}
+	zkl_post(ev);
+}
+
 static void
 zkl_free_event(zkl_event *ev)
 {
@@ -224,12 +245,11 @@ zkl_ctx(zkl_event_kind kind, int slotno)
 void
 zkl_count_request(int slotno)
 {
-	/* Counters only; a torn read by zk_status() is harmless. */
-	zkl_shared->n_requests++;
+	zkl_count(requests);
 	if (zkl_works[slotno].phase == ZKL_PH_DELETING)
-		zkl_shared->n_release_requests++;
+		zkl_count(release_requests);
 	if (zkl_works[slotno].handoff)
-		zkl_shared->n_handoff_requests++;
+		zkl_count(handoff_requests);
 }
 
 void
@@ -253,50 +273,6 @@ zkl_state_name(int state)
 	if (state == ZOO_AUTH_FAILED_STATE)
 		return "authentication failed";
 	return "unknown";
-}
-
-static void
-zkl_save_session_file(int64 id, const char *passwd)
-{
-	FILE	   *f = AllocateFile(ZKL_SESSION_FILE ".tmp", PG_BINARY_W);
-
-	if (f == NULL)
-	{
-		ereport(LOG,
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", ZKL_SESSION_FILE ".tmp")));
-		return;
-	}
-	fwrite(&id, sizeof(id), 1, f);
-	fwrite(passwd, 16, 1, f);
-	if (FreeFile(f) != 0 || durable_rename(ZKL_SESSION_FILE ".tmp", ZKL_SESSION_FILE, LOG) != 0)
-		ereport(LOG,
-				(errcode_for_file_access(),
-				 errmsg("could not save the ZooKeeper session in \"%s\": %m", ZKL_SESSION_FILE)));
-}
-
-static bool
-zkl_load_session_file(clientid_t *cid)
-{
-	FILE	   *f = AllocateFile(ZKL_SESSION_FILE, PG_BINARY_R);
-	bool		ok;
-
-	if (f == NULL)
-		return false;
-	ok = fread(&cid->client_id, sizeof(cid->client_id), 1, f) == 1 &&
-		fread(cid->passwd, sizeof(cid->passwd), 1, f) == 1;
-	FreeFile(f);
-	return ok && cid->client_id != 0;
-}
-
-/* The recorded session is over: nothing is left for a later incarnation to close. */
-static void
-zkl_remove_session_file(void)
-{
-	if (unlink(ZKL_SESSION_FILE) != 0 && errno != ENOENT)
-		ereport(LOG,
-				(errcode_for_file_access(),
-				 errmsg("could not remove file \"%s\": %m", ZKL_SESSION_FILE)));
 }
 
 static void
@@ -335,7 +311,7 @@ zkl_open_session(void)
 	LWLockRelease(zkl_shared->lock);
 
 	/* Shared memory is new: a session left by a crashed incarnation is closed first. */
-	if (!reattach && zkl_load_session_file(&cid))
+	if (!reattach && zkl_session_file_load(&cid.client_id, cid.passwd))
 	{
 		zkl_closing_previous = true;
 		reattach = true;
@@ -344,8 +320,8 @@ zkl_open_session(void)
 	/* The library's threads must inherit a mask that keeps our signals out. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	zkl_zh = zookeeper_init(zkl_hosts, zkl_session_watcher, zkl_session_timeout,
-							reattach ? &cid : NULL, NULL, 0);
+	zkl_zh = zookeeper_init2(zkl_hosts, zkl_session_watcher, zkl_session_timeout,
+							 reattach ? &cid : NULL, NULL, 0, zkl_library_log);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 
 	if (zkl_zh == NULL)
@@ -409,11 +385,15 @@ zkl_set_session_state(zkl_session_state state)
 		zkl_shared->session_id = 0;
 		zkl_shared->server[0] = '\0';
 	}
-	/* Waiting backends re-check their deadlines against the new state. */
-	for (int i = 0; i < zkl_shared->nslots; i++)
+	/*
+	 * Waiting backends re-check their deadlines against the new state; a
+	 * rare event, so a pass over the used slots is fine here.
+	 */
+	for (int i = zkl_shared->used_head; i >= 0; i = zkl_shared->slots[i].next)
 		if (zkl_shared->slots[i].state == ZKL_SLOT_WAITING)
 			zkl_wake_backend(&zkl_shared->slots[i]);
 	LWLockRelease(zkl_shared->lock);
+	ConditionVariableBroadcast(&zkl_shared->contact_cv);
 }
 
 /* The previous incarnation's session is reached or gone: start our own. */
@@ -428,7 +408,7 @@ zkl_finish_closing_previous(int state)
 					(unsigned long long) cid->client_id)));
 	zkl_close_session();
 	zkl_closing_previous = false;
-	zkl_remove_session_file();
+	zkl_session_file_remove();
 	zkl_backoff_ms = 0;
 	zkl_next_connect = 0;
 }
@@ -449,7 +429,7 @@ zkl_handle_session_event(int state)
 
 		zkl_set_session_state(ZKL_SESSION_CONNECTED);
 		if (zkl_shared->session_id != old_id)
-			zkl_save_session_file(zkl_shared->session_id, zkl_shared->session_passwd);
+			zkl_session_file_save(zkl_shared->session_id, zkl_shared->session_passwd);
 		zkl_backoff_ms = 0;
 		ereport(LOG,
 				(errmsg("zklock connected to ZooKeeper server %s, session 0x%llx, timeout %d ms",
@@ -470,11 +450,75 @@ zkl_handle_session_event(int state)
 				(errmsg("zklock ZooKeeper session 0x%llx ended: %s",
 						(unsigned long long) zkl_shared->session_id, zkl_state_name(state))));
 		zkl_close_session();
-		zkl_remove_session_file();
+		zkl_session_file_remove();
 		zkl_set_session_state(ZKL_SESSION_EXPIRED);
 		zkl_session_lost();
 		zkl_schedule_reconnect();
 	}
+}
+
+/*
+ * A line of the library, into the server log.  While ZooKeeper is down the
+ * library repeats the same complaint at every connection attempt: a line
+ * already logged in the last minute is only counted, and the count is told
+ * with the line when it is next logged.  The library's own prefix (time,
+ * thread, level, function) is left out; the server log has its own.
+ */
+#define ZKL_LOG_MEMORY		8
+#define ZKL_LOG_REPEAT_MS	60000
+
+static struct
+{
+	char		text[256];
+	TimestampTz logged_at;
+	int			suppressed;
+}			zkl_log_memory[ZKL_LOG_MEMORY];
+
+static void
+zkl_log_library_line(const char *line)
+{
+	const char *text = strstr(line, "ZOO_");
+	const char *at;
+	TimestampTz now = GetCurrentTimestamp();
+	int			oldest = 0;
+	int			hit = -1;
+	char		clean[256];
+
+	/* "...:ZOO_ERROR@function@123: message" */
+	text = text ? text : line;
+	at = strstr(text, ": ");
+	strlcpy(clean, at ? at + 2 : text, sizeof(clean));
+	clean[strcspn(clean, "\n")] = '\0';
+
+	for (int i = 0; i < ZKL_LOG_MEMORY; i++)
+	{
+		if (strcmp(zkl_log_memory[i].text, clean) == 0)
+		{
+			hit = i;
+			break;
+		}
+		if (zkl_log_memory[i].logged_at < zkl_log_memory[oldest].logged_at)
+			oldest = i;
+	}
+	if (hit >= 0 && now < TimestampTzPlusMilliseconds(zkl_log_memory[hit].logged_at, ZKL_LOG_REPEAT_MS))
+	{
+		zkl_log_memory[hit].suppressed++;
+		return;
+	}
+	if (hit >= 0 && zkl_log_memory[hit].suppressed > 0)
+		ereport(LOG,
+				(errmsg("zklock: ZooKeeper client: %s", clean),
+				 errdetail("The same message was seen %d more times in the last minute.",
+						   zkl_log_memory[hit].suppressed)));
+	else
+		ereport(LOG, (errmsg("zklock: ZooKeeper client: %s", clean)));
+	if (hit < 0)
+	{
+		hit = oldest;
+		strlcpy(zkl_log_memory[hit].text, clean, sizeof(zkl_log_memory[hit].text));
+	}
+	zkl_log_memory[hit].logged_at = now;
+	zkl_log_memory[hit].suppressed = 0;
 }
 
 static void
@@ -497,6 +541,8 @@ zkl_drain_events(void)
 
 		if (ev->kind == ZKL_EV_SESSION)
 			zkl_handle_session_event(ev->state);
+		else if (ev->kind == ZKL_EV_LOG)
+			zkl_log_library_line(ev->path);
 		else if (ev->kind == ZKL_EV_HEARTBEAT)
 		{
 			zkl_heartbeat_in_flight = false;
@@ -506,6 +552,8 @@ zkl_drain_events(void)
 				LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 				zkl_shared->last_contact = zkl_heartbeat_sent;
 				LWLockRelease(zkl_shared->lock);
+				/* Commits waiting for this proof go on. */
+				ConditionVariableBroadcast(&zkl_shared->contact_cv);
 			}
 		}
 		else if (ev->kind != ZKL_EV_IGNORE)
@@ -550,16 +598,27 @@ zkl_run_pending(void)
 	}
 }
 
+/* Milliseconds between heartbeats: a sixth of the negotiated timeout. */
+static int
+zkl_heartbeat_interval(void)
+{
+	return Max(zkl_shared->negotiated_timeout / 6, 100);
+}
+
+/* Slots of exited backends are looked for at most this often. */
+#define ZKL_REAP_INTERVAL_MS	10000
+static TimestampTz zkl_last_reap = 0;
+
 /*
  * Keep the session's liveness known: a heartbeat every sixth of the session
- * timeout, or at once when a committing backend asks for fresh proof.
+ * timeout, or at once when a committing backend asks for fresh proof.  The
+ * periodic one also looks for slots of backends that no longer exist.
  */
 static void
 zkl_heartbeat(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	bool		asked;
-	int			interval_ms;
 
 	if (zkl_zh == NULL || zkl_closing_previous || zkl_heartbeat_in_flight ||
 		zkl_shared->session_state != ZKL_SESSION_CONNECTED)
@@ -567,10 +626,9 @@ zkl_heartbeat(void)
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	asked = zkl_shared->heartbeat_requested;
 	zkl_shared->heartbeat_requested = false;
-	interval_ms = Max(zkl_shared->negotiated_timeout / 6, 100);
 	LWLockRelease(zkl_shared->lock);
 
-	if (!asked && now < TimestampTzPlusMilliseconds(zkl_heartbeat_sent, interval_ms))
+	if (!asked && now < TimestampTzPlusMilliseconds(zkl_heartbeat_sent, zkl_heartbeat_interval()))
 		return;
 	if (zoo_aexists(zkl_zh, "/", 0, zkl_stat_done,
 					(const void *) (uintptr_t) ((uint64) ZKL_EV_HEARTBEAT << 24)) == ZOK)
@@ -578,6 +636,11 @@ zkl_heartbeat(void)
 		/* Not counted in zk_requests, which shows what locks cost. */
 		zkl_heartbeat_sent = now;
 		zkl_heartbeat_in_flight = true;
+	}
+	if (now >= TimestampTzPlusMilliseconds(zkl_last_reap, ZKL_REAP_INTERVAL_MS))
+	{
+		zkl_last_reap = now;
+		zkl_reap_dead_backends();
 	}
 }
 
@@ -587,9 +650,78 @@ zkl_slots_in_use(void)
 	int			used;
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	used = zkl_slots_used();
+	used = zkl_shared->nused;
 	LWLockRelease(zkl_shared->lock);
 	return used;
+}
+
+/*
+ * How long the worker may sleep: until the next thing it must do by the
+ * clock (open a session, send a heartbeat, give up waiting for releases at
+ * shutdown, retry a request the library would not take), or for ever (-1)
+ * when only an event can bring work: a backend's request sets the latch,
+ * and ZooKeeper's answers and the library's log lines write the eventfd.
+ */
+static long
+zkl_sleep_time(TimestampTz shutdown_deadline)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz next = 0;
+	bool		connected = zkl_zh != NULL && !zkl_closing_previous &&
+		zkl_shared->session_state == ZKL_SESSION_CONNECTED;
+
+	if (zkl_zh == NULL)
+		next = Max(zkl_next_connect, now);
+	else if (connected && !zkl_heartbeat_in_flight)
+		next = TimestampTzPlusMilliseconds(zkl_heartbeat_sent, zkl_heartbeat_interval());
+	if (shutdown_deadline != 0 && (next == 0 || shutdown_deadline < next))
+		next = shutdown_deadline;
+	if (connected && zkl_npending > 0)
+	{
+		TimestampTz retry = TimestampTzPlusMilliseconds(now, 100);
+
+		if (next == 0 || retry < next)
+			next = retry;
+	}
+	if (next == 0)
+		return -1;
+	if (next <= now)
+		return 0;
+	return (long) Min((next - now + 999) / 1000, PG_INT32_MAX);
+}
+
+/*
+ * What the loops of PostgreSQL's own background processes handle (see
+ * HandleMainLoopInterrupts), except the shutdown request, which the loop
+ * handles itself: releases go out first.  Absorbing ProcSignal barriers is
+ * what lets DROP DATABASE and the tablespace commands finish.
+ */
+static void
+zkl_handle_interrupts(void)
+{
+	if (ProcSignalBarrierPending)
+		ProcessProcSignalBarrier();
+
+	if (LogMemoryContextPending)
+		ProcessLogMemoryContextInterrupt();
+
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+		/* New hosts keep the session: holds survive a move of the ensemble. */
+		if (zkl_zh && zkl_current_hosts && strcmp(zkl_current_hosts, zkl_hosts) != 0)
+		{
+			if (zoo_set_servers(zkl_zh, zkl_hosts) == ZOK)
+			{
+				pfree(zkl_current_hosts);
+				zkl_current_hosts = MemoryContextStrdup(TopMemoryContext, zkl_hosts);
+				ereport(LOG, (errmsg("zklock now uses ZooKeeper servers %s", zkl_hosts)));
+			}
+			else
+				ereport(LOG, (errmsg("zklock could not switch to ZooKeeper servers \"%s\"", zkl_hosts)));
+		}
+	}
 }
 
 /*
@@ -610,6 +742,7 @@ zkl_worker_main(Datum arg)
 {
 	WaitEventSet *wes;
 	TimestampTz shutdown_deadline = 0;
+	MemoryContext loop_cxt;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
@@ -617,7 +750,8 @@ zkl_worker_main(Datum arg)
 
 	/*
 	 * Bound to no database: this only makes the worker a regular entry in
-	 * pg_stat_activity, where an administrator can see and terminate it.
+	 * pg_stat_activity, where an administrator can see and terminate it.  It
+	 * also gives the worker a ProcSignal slot, so it must absorb barriers.
 	 */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
@@ -625,10 +759,16 @@ zkl_worker_main(Datum arg)
 	if (zkl_event_fd < 0)
 		elog(ERROR, "could not create eventfd: %m");
 
-	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+	/* The library's own lines reach the server log through this thread. */
+	zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
 
 	zkl_works = MemoryContextAllocZero(TopMemoryContext, sizeof(zkl_work) * zkl_shared->nslots);
+	/* opgen 0 is "never": an own-node watch noted for it would match. */
+	for (int i = 0; i < zkl_shared->nslots; i++)
+		zkl_works[i].opgen = 1;
 	zkl_pending = MemoryContextAlloc(TopMemoryContext, sizeof(int) * zkl_shared->nslots);
+	loop_cxt = AllocSetContextCreate(TopMemoryContext, "zklock worker loop",
+									 ALLOCSET_DEFAULT_SIZES);
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	zkl_shared->worker_procno = MyProc->pgprocno;
@@ -644,23 +784,16 @@ zkl_worker_main(Datum arg)
 	AddWaitEventToSet(wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
 	AddWaitEventToSet(wes, WL_SOCKET_READABLE, zkl_event_fd, NULL, NULL);
 
+	/*
+	 * Work first, then sleep: requests queued before this worker published
+	 * its latch are taken on the first pass.
+	 */
 	for (;;)
 	{
 		WaitEvent	events[3];
-		long		timeout = 100;
+		MemoryContext old;
 
-		if (zkl_zh == NULL)
-		{
-			TimestampTz now = GetCurrentTimestamp();
-
-			if (now >= zkl_next_connect)
-				zkl_open_session();
-			else
-				timeout = Min(timeout, (zkl_next_connect - now) / 1000 + 1);
-		}
-
-		WaitEventSetWait(wes, timeout, events, lengthof(events), PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		zkl_handle_interrupts();
 
 		/*
 		 * On SIGTERM, let the backends' releases reach ZooKeeper first (a
@@ -678,28 +811,21 @@ zkl_worker_main(Datum arg)
 				zkl_slots_in_use() == 0)
 				break;
 		}
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-			/* New hosts keep the session: holds survive a move of the ensemble. */
-			if (zkl_zh && zkl_current_hosts && strcmp(zkl_current_hosts, zkl_hosts) != 0)
-			{
-				if (zoo_set_servers(zkl_zh, zkl_hosts) == ZOK)
-				{
-					pfree(zkl_current_hosts);
-					zkl_current_hosts = MemoryContextStrdup(TopMemoryContext, zkl_hosts);
-					ereport(LOG, (errmsg("zklock now uses ZooKeeper servers %s", zkl_hosts)));
-				}
-				else
-					ereport(LOG, (errmsg("zklock could not switch to ZooKeeper servers \"%s\"", zkl_hosts)));
-			}
-		}
 
+		/* What one pass allocates and does not keep goes with the pass. */
+		old = MemoryContextSwitchTo(loop_cxt);
+		if (zkl_zh == NULL && GetCurrentTimestamp() >= zkl_next_connect)
+			zkl_open_session();
 		zkl_drain_events();
 		zkl_take_requests();
 		zkl_run_pending();
 		zkl_heartbeat();
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(loop_cxt);
+
+		(void) WaitEventSetWait(wes, zkl_sleep_time(shutdown_deadline), events,
+								lengthof(events), PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
 	}
 
 	/*
@@ -716,7 +842,7 @@ zkl_worker_main(Datum arg)
 	}
 	ereport(LOG, (errmsg("zklock worker shutting down; closing ZooKeeper session")));
 	zkl_close_session();
-	zkl_remove_session_file();
+	zkl_session_file_remove();
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	zkl_shared->session_id = 0;
 	zkl_shared->session_state = ZKL_SESSION_STARTING;

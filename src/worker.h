@@ -29,7 +29,8 @@ typedef enum zkl_event_kind
 	ZKL_EV_OWN_WATCH,			/* our held node changed or vanished */
 	ZKL_EV_HEARTBEAT,			/* proof that the session is alive */
 	ZKL_EV_INSPECT_CHILDREN,	/* zk_lock_contenders: the directory */
-	ZKL_EV_INSPECT_DATA			/* ... and each child's data, in order */
+	ZKL_EV_INSPECT_DATA,		/* ... and each child's data, in order */
+	ZKL_EV_LOG					/* a line the library logged (in path) */
 } zkl_event_kind;
 
 /*
@@ -79,6 +80,7 @@ typedef struct zkl_work
 	int			parent_attempts;
 	int			fail_rc;		/* failure to report once our node is deleted */
 	char		pred[ZKL_MAX_NODE_LEN];
+	char		mapped_node[ZKL_MAX_NODE_LEN];	/* our node in recipe.c's map */
 	struct zkl_inspection *inspection;	/* ZKL_PH_INSPECTING only */
 } zkl_work;
 
@@ -101,5 +103,6 @@ extern void zkl_dispatch(int slotno, bool connected);
 extern void zkl_handle_event(zkl_event *ev);
 extern void zkl_session_lost(void);
 extern void zkl_adopt_slots(void);
+extern void zkl_reap_dead_backends(void);
 
 #endif							/* ZKLOCK_WORKER_H */

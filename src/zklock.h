@@ -13,6 +13,9 @@
 #include "postgres.h"
 
 #include "datatype/timestamp.h"
+#include "lib/stringinfo.h"
+#include "port/atomics.h"
+#include "storage/condition_variable.h"
 #include "storage/lwlock.h"
 
 /* Lock names are at most this many bytes; encoded, at most three times that. */
@@ -67,10 +70,43 @@ typedef enum zkl_session_state
 } zkl_session_state;
 
 /*
- * One lock request or hold of one backend.  The owning backend writes the
- * request fields and "wanted"; the worker writes state, token, node and
- * zk_rc.  Everything is read and written under zkl_shared->lock.
+ * Shared state and what protects it.
+ *
+ * zkl_shared->lock (one LWLock, "zklock") protects every field of the shared
+ * state and of the slots, with these rules:
+ *
+ * - Request fields of a slot (name, dir, uuid, data, kind, try_only,
+ *   inspect, reply_handle, sibling_slotno, sibling_generation, pid, procno,
+ *   dbid, userid, encoding, requested_at) are written by the owning backend
+ *   only while it claims the slot, under the lock held exclusively, and do
+ *   not change until the slot is free again.  Anyone reads them under the
+ *   lock; the worker also reads them without it for a slot it has taken off
+ *   the queue (taking it off, under the lock, orders it after the writes).
+ * - Outcome fields (node, token, granted_at, zk_rc) are written by the
+ *   worker, under the lock held exclusively.  The worker reads its own
+ *   writes without the lock; everyone else reads them under the lock.
+ * - state, generation, wanted, queued, commit_waiting, session_count and
+ *   xact_count are read under the lock and written under it exclusively, by
+ *   the owning backend or the worker.
+ * - The session fields (session_state to last_contact) are written by the
+ *   worker under the lock held exclusively; others read them under it, the
+ *   worker also without it.  heartbeat_requested is read and written under
+ *   the lock exclusively.
+ * - The lists of free and used slots (free_head, used_head, nused, each
+ *   slot's next and prev) and the request queue change under the lock held
+ *   exclusively.  Claiming, freeing, counting and waking cost O(1): nothing
+ *   on a lock's path scans the slot array.
+ * - worker_procno and worker_pid are written by the worker under the lock;
+ *   zkl_wake_worker reads worker_procno without it (one aligned int: a stale
+ *   value costs one spurious wakeup of another process, never a miss, since
+ *   a starting worker looks at the queue before it sleeps).
+ * - The counters are atomics, read and added to without the lock.
+ * - contact_cv is a condition variable: the worker broadcasts it when
+ *   last_contact moves, the session state changes or a lock is lost, and a
+ *   committing backend that needs fresh proof sleeps on it.
  */
+
+/* One lock request or hold of one backend. */
 typedef struct zkl_slot
 {
 	zkl_slot_state state;
@@ -84,10 +120,13 @@ typedef struct zkl_slot
 	uint32		sibling_generation;
 	bool		inspect;		/* zk_lock_contenders: read, do not lock */
 	uint32		reply_handle;	/* dsm_handle the worker writes the reply to */
+	int			next;			/* next free slot, or next used slot */
+	int			prev;			/* previous used slot */
 	int			pid;
 	int			procno;
 	Oid			dbid;
 	Oid			userid;
+	int			encoding;		/* of the database that asked; names are its bytes */
 	int32		session_count;	/* reentrant holds, by scope, for zk_locks */
 	int32		xact_count;
 	int			zk_rc;			/* ZooKeeper error of a FAILED request */
@@ -100,6 +139,24 @@ typedef struct zkl_slot
 	char		node[ZKL_MAX_NODE_LEN];	/* our child, once created */
 	char		data[ZKL_MAX_DATA_LEN];
 } zkl_slot;
+
+/* Counters of zk_status(). */
+typedef struct zkl_counters
+{
+	pg_atomic_uint64 acquired;
+	pg_atomic_uint64 released;
+	pg_atomic_uint64 timeouts;
+	pg_atomic_uint64 cancels;
+	pg_atomic_uint64 lost;
+	pg_atomic_uint64 requests;	/* ZooKeeper requests sent */
+	pg_atomic_uint64 watch_events;	/* predecessor watches that fired */
+	pg_atomic_uint64 release_requests;	/* of requests: deletes of our nodes */
+	pg_atomic_uint64 handoffs;	/* grants to a request that had to wait */
+	pg_atomic_uint64 handoff_requests;	/* requests between a predecessor's
+										 * deletion and the grant */
+} zkl_counters;
+
+#define zkl_count(field)	pg_atomic_fetch_add_u64(&zkl_shared->counters.field, 1)
 
 typedef struct zkl_shared_state
 {
@@ -115,19 +172,12 @@ typedef struct zkl_shared_state
 	TimestampTz disconnected_since;
 	TimestampTz last_contact;	/* a request sent then was answered */
 	bool		heartbeat_requested;	/* a commit wants fresh proof */
-	uint64		n_acquired;
-	uint64		n_released;
-	uint64		n_timeouts;
-	uint64		n_cancels;
-	uint64		n_lost;
-	uint64		n_requests;		/* ZooKeeper requests sent */
-	uint64		n_watch_events;	/* predecessor watches that fired */
-	uint64		n_release_requests; /* of n_requests: deletes of our nodes */
-	uint64		n_handoffs;		/* grants to a request that had to wait */
-	uint64		n_handoff_requests; /* requests between a predecessor's
-									 * deletion and the grant */
+	ConditionVariable contact_cv;
+	zkl_counters counters;
 	int			nslots;
-	int			free_hint;		/* where backends start looking for a free slot */
+	int			nused;			/* slots not free */
+	int			free_head;		/* free slots, linked by next; -1: none */
+	int			used_head;		/* used slots, linked by next and prev */
 	int			queue_head;		/* ring of slot indexes for the worker */
 	int			queue_len;
 	int		   *queue;			/* nslots entries, after the slots */
@@ -159,8 +209,8 @@ extern Size zkl_shmem_size(void);
 extern void zkl_shmem_startup(void);
 extern void zkl_require_shmem(void);
 extern void zkl_queue_push(int slotno);
+extern int	zkl_slot_take(void);
 extern void zkl_slot_clear(zkl_slot *slot);
-extern int	zkl_slots_used(void);
 extern void zkl_wake_worker(void);
 extern void zkl_wake_backend(zkl_slot *slot);
 
@@ -191,6 +241,8 @@ typedef struct zkl_inspect_entry
 /* encode.c */
 extern char *zkl_encode_name(const char *name, int len);
 extern char *zkl_lock_dir(const char *name, int len);
+extern text *zkl_text_for_reader(const char *bytes, int len, int src_encoding);
+extern void zkl_json_ascii(StringInfo buf, const char *value);
 
 /* worker.c */
 extern void zkl_register_worker(void);
