@@ -13,12 +13,14 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "common/jsonapi.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "storage/dsm.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
+#include "utils/resowner.h"
 
 #include "backend.h"
 
@@ -45,12 +47,7 @@ zkl_cmp_contenders(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq ? 1 : 0;
 }
 
-/*
- * Our own description is JSON with the cluster's system identifier.  It is
- * shown as jsonb only when this database can hold it: zklock writes ASCII
- * with \u escapes, and outside UTF-8 databases jsonb refuses escapes of
- * characters above U+007F, so the description is then shown as text.
- */
+/* Our own description is JSON with the cluster's system identifier. */
 static bool
 zkl_is_zklock_json(const char *data, int len)
 {
@@ -63,25 +60,53 @@ zkl_is_zklock_json(const char *data, int len)
 	return pg_parse_json(lex, &nullSemAction) == JSON_SUCCESS;
 }
 
+/*
+ * Whether data, UTF-8 from ZooKeeper, is valid text here as it is: zklock
+ * writes ASCII with \u escapes, which jsonb turns into this database's
+ * characters where it can (zkl_try_jsonb copes where it cannot).
+ */
 static bool
 zkl_json_fits_database(const char *data, int len)
 {
 	if (GetDatabaseEncoding() == PG_UTF8)
 		return pg_verifymbstr(data, len, true);
 	for (int i = 0; i < len; i++)
-	{
 		if (IS_HIGHBIT_SET(data[i]))
 			return false;
-		/* \uXXXX above 007F; "\\u" is an escaped backslash, not an escape */
-		if (data[i] == '\\' && i + 1 < len)
-		{
-			if (data[i + 1] == 'u' && (i + 5 >= len || strncmp(data + i + 2, "00", 2) != 0 ||
-									   !strchr("01234567", data[i + 4])))
-				return false;
-			i++;
-		}
-	}
 	return true;
+}
+
+/*
+ * The description as jsonb, or 0 when jsonb will not take it.  Data that
+ * the JSON lexer accepts may still be refused by jsonb (a number beyond
+ * numeric's range, an escape of U+0000): any client can write any data, and
+ * one odd node must not break the listing of the others.
+ */
+static Datum
+zkl_try_jsonb(const char *data)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	Datum		result = (Datum) 0;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		result = DirectFunctionCall1(jsonb_in, CStringGetDatum(data));
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		result = (Datum) 0;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return result;
 }
 
 /* A text field of our JSON description, or NULL. */
@@ -212,11 +237,14 @@ zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
 			char	   *sysid;
 			char	   *pid;
 
-			c->holder = DirectFunctionCall1(jsonb_in, CStringGetDatum(c->data));
-			sysid = zkl_holder_field(c->holder, "system_identifier");
-			pid = zkl_holder_field(c->holder, "pid");
-			if (sysid && pid)
-				c->owner = psprintf("%s:%s", sysid, pid);
+			c->holder = zkl_try_jsonb(c->data);
+			if (c->holder != (Datum) 0)
+			{
+				sysid = zkl_holder_field(c->holder, "system_identifier");
+				pid = zkl_holder_field(c->holder, "pid");
+				if (sysid && pid)
+					c->owner = psprintf("%s:%s", sysid, pid);
+			}
 		}
 		p += MAXALIGN(sizeof(zkl_inspect_entry) + e->name_len + e->data_len);
 		/* Children of no lock layout we know are not contenders. */
