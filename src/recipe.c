@@ -440,7 +440,7 @@ zkl_redo(int slotno, zkl_slot *slot)
  * false when the slot's in-flight request must finish first.
  */
 static bool
-zkl_release(int slotno, zkl_slot *slot)
+zkl_release(int slotno, zkl_slot *slot, zkl_slot_state state)
 {
 	zkl_work   *work = &zkl_works[slotno];
 
@@ -448,7 +448,7 @@ zkl_release(int slotno, zkl_slot *slot)
 	{
 		case ZKL_PH_IDLE:
 			/* Never sent, or already failed/lost: nothing exists in ZooKeeper. */
-			if (slot->state == ZKL_SLOT_RELEASING)
+			if (state == ZKL_SLOT_RELEASING)
 				zkl_free_slot(slotno);
 			return true;
 		case ZKL_PH_LISTING:
@@ -486,13 +486,13 @@ zkl_dispatch(int slotno, bool connected)
 	if (!connected)
 	{
 		if (!wanted && work->phase == ZKL_PH_IDLE)
-			zkl_release(slotno, slot);
+			zkl_release(slotno, slot, state);
 		else
 			zkl_mark_pending(slotno);
 		return;
 	}
 
-	if (!wanted && zkl_release(slotno, slot))
+	if (!wanted && zkl_release(slotno, slot, state))
 		return;
 	if (work->phase == ZKL_PH_IDLE && state == ZKL_SLOT_WAITING)
 	{

@@ -81,7 +81,8 @@ typedef enum zkl_session_state
  *   only while it claims the slot, under the lock held exclusively, and do
  *   not change until the slot is free again.  Anyone reads them under the
  *   lock; the worker also reads them without it for a slot it has taken off
- *   the queue (taking it off, under the lock, orders it after the writes).
+ *   the queue or adopted from its predecessor (taking it, under the lock,
+ *   orders it after the writes).
  * - Outcome fields (node, token, granted_at, zk_rc) are written by the
  *   worker, under the lock held exclusively.  The worker reads its own
  *   writes without the lock; everyone else reads them under the lock.
