@@ -35,7 +35,8 @@ typedef struct zkl_contender
 	int			data_len;
 	bool		is_zklock;		/* the data is zklock's description */
 	Datum		holder;			/* zklock's JSON as jsonb, or 0 */
-	char	   *owner;			/* "<system identifier>:<pid>" of a zklock node */
+	char	   *owner;			/* "<system identifier>:<host>:<port>:<pid>" of a
+								 * zklock node; a standby shares the identifier */
 } zkl_contender;
 
 static int
@@ -234,16 +235,17 @@ zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
 		c->is_zklock = zkl_is_zklock_json(c->data, c->data_len);
 		if (c->is_zklock && zkl_json_fits_database(c->data, c->data_len))
 		{
-			char	   *sysid;
-			char	   *pid;
-
 			c->holder = zkl_try_jsonb(c->data);
 			if (c->holder != (Datum) 0)
 			{
-				sysid = zkl_holder_field(c->holder, "system_identifier");
-				pid = zkl_holder_field(c->holder, "pid");
+				char	   *sysid = zkl_holder_field(c->holder, "system_identifier");
+				char	   *host = zkl_holder_field(c->holder, "host");
+				char	   *port = zkl_holder_field(c->holder, "port");
+				char	   *pid = zkl_holder_field(c->holder, "pid");
+
 				if (sysid && pid)
-					c->owner = psprintf("%s:%s", sysid, pid);
+					c->owner = psprintf("%s:%s:%s:%s", sysid, host ? host : "",
+										port ? port : "", pid);
 			}
 		}
 		p += MAXALIGN(sizeof(zkl_inspect_entry) + e->name_len + e->data_len);
