@@ -795,10 +795,22 @@ zkl_worker_main(Datum arg)
 
 		zkl_handle_interrupts();
 
+		/* What one pass allocates and does not keep goes with the pass. */
+		old = MemoryContextSwitchTo(loop_cxt);
+		if (zkl_zh == NULL && GetCurrentTimestamp() >= zkl_next_connect)
+			zkl_open_session();
+		zkl_drain_events();
+		zkl_take_requests();
+		zkl_run_pending();
+		zkl_heartbeat();
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(loop_cxt);
+
 		/*
 		 * On SIGTERM, let the backends' releases reach ZooKeeper first (a
 		 * server shutdown terminates them at the same time), within a grace
-		 * period.
+		 * period.  Looked at after the pass, which may have freed the last
+		 * slot.
 		 */
 		if (ShutdownRequestPending)
 		{
@@ -811,17 +823,6 @@ zkl_worker_main(Datum arg)
 				zkl_slots_in_use() == 0)
 				break;
 		}
-
-		/* What one pass allocates and does not keep goes with the pass. */
-		old = MemoryContextSwitchTo(loop_cxt);
-		if (zkl_zh == NULL && GetCurrentTimestamp() >= zkl_next_connect)
-			zkl_open_session();
-		zkl_drain_events();
-		zkl_take_requests();
-		zkl_run_pending();
-		zkl_heartbeat();
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(loop_cxt);
 
 		(void) WaitEventSetWait(wes, zkl_sleep_time(shutdown_deadline), events,
 								lengthof(events), PG_WAIT_EXTENSION);
