@@ -3,13 +3,14 @@
 # PostgreSQL 15 with PGXS, the ZooKeeper C client and Java server, IPC::Run
 # for the TAP tests, a C toolchain, and the peer clients that the interop
 # tests and the benchmark drive: Apache Curator (with a JDK to compile the
-# small Java programs) and kazoo; gnuplot draws the benchmark's chart.  Idempotent: with everything
+# small Java programs) and kazoo; gnuplot draws the benchmark's chart; gdb
+# lets a test make a backend forget its slots, as a bug would.  Idempotent: with everything
 # present it only checks, and never touches the network.
 set -euo pipefail
 
 PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev zookeeper
 	libipc-run-perl default-jdk-headless build-essential
-	libcurator-recipes-java python3-kazoo gnuplot-nox)
+	libcurator-recipes-java python3-kazoo gnuplot-nox gdb)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
