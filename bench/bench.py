@@ -453,7 +453,7 @@ class Results:
         head = ["shape", "metric", "contender", "value", "unit", "vs Curator", "target",
                 "met?", "busy", "cpu ms/op zk/lock"]
         lines, notes = [], []
-        for r in self.rows:
+        for r in self.ordered():
             ratio = self.ratio(r)
             met = self.met(r)
             mark = ""
@@ -489,13 +489,18 @@ class Results:
                 out.append("[%d] %s" % (i, n))
         return "\n".join(out)
 
+    def ordered(self):
+        """The rows by shape ((f) runs right after (a), while conditions are
+        those of (a)); within a shape, in the order they were added."""
+        return sorted(self.rows, key=lambda r: r["shape"])
+
     def write_csv(self, path):
         with open(path, "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["shape", "metric", "contender", "value", "unit", "vs_curator", "target",
                         "met", "cpu_cores_busy", "zk_cpu_ms_per_op", "lock_cpu_ms_per_op",
                         "lock_ctxsw_per_op", "samples", "note"])
-            for r in self.rows:
+            for r in self.ordered():
                 ratio = self.ratio(r)
                 met = self.met(r)
                 v = r["value"]
@@ -523,6 +528,7 @@ class Bench:
         self.zk = ZooKeeper(a.zk, a.zk_pid)
         self.main = Cluster(a.main, "main")
         self.e = Cluster(a.e, "e") if a.e else None
+        self.f = Cluster(a.f, "f") if a.f else None
         self.res = Results()
         self.log = open(os.path.join(a.work, "bench.log"), "a")
         self.java = ["java", "-Xss512k", "-cp", a.java_cp, "CuratorBench", a.zk]
@@ -541,6 +547,15 @@ class Bench:
         self.loop_warmup = 20
         self.waiters = [10, 100]
         self.e_sessions, self.e_locks = 10, 1000
+        # (f) runs f_rounds times f_seconds per cluster, for each of its two
+        # pairs (short rounds, finely interleaved: the ratio is taken round
+        # by round); the second pair with f_held locks held on the large
+        # cluster.  A session's first call warms up with a_warmup cycles,
+        # the later ones with f_rewarm.
+        if self.smoke:
+            self.f_rounds, self.f_seconds, self.f_held, self.f_rewarm = 2, 0.1, 500, 5
+        else:
+            self.f_rounds, self.f_seconds, self.f_held, self.f_rewarm = 10, 0.4, 5000, 20
         self.sessions = {}
 
     def say(self, text):
@@ -606,21 +621,34 @@ class Bench:
 
     # -- shape (a) --
 
-    def a_session(self, kind):
-        """One open session per SQL contender of (a), kept across rounds."""
-        if kind not in self.sessions:
-            s = Session(self.main, self.log)
-            self.sessions[kind] = (s, int(s.query("SELECT pg_backend_pid()")))
-        return self.sessions[kind]
+    def a_session(self, key, cluster):
+        """One open session per SQL contender of (a) and (f), kept across rounds."""
+        if key not in self.sessions:
+            s = Session(cluster, self.log)
+            self.sessions[key] = (s, int(s.query("SELECT pg_backend_pid()")))
+        return self.sessions[key]
 
-    def a_sql(self, kind):
-        s, pid = self.a_session(kind)
-        m = self.meter(pid, self.worker if kind == "zklock" else None)
-        out = s.query("SELECT zkbench.uncontended('%s', 'bench-a', %g, %d, %d)"
-                      % (kind, self.a_seconds, self.a_warmup, self.a_maxn))
+    def close_sessions(self):
+        for s, _ in self.sessions.values():
+            s.close()
+        self.sessions.clear()
+
+    def uncontended_sql(self, key, cluster, worker, kind, lockname, seconds, warmup):
+        """(a)'s loop: warmup cycles, then seconds of acquire + release of one
+        lock in one session of cluster; returns the cycles' latencies and the
+        usage of the session's backend (and of worker, the cluster's zklock
+        worker)."""
+        s, pid = self.a_session(key, cluster)
+        m = self.meter(pid, worker if kind == "zklock" else None)
+        out = s.query("SELECT zkbench.uncontended('%s', '%s', %g, %d, %d)"
+                      % (kind, lockname, seconds, warmup, self.a_maxn))
         lat = [float(x) for x in out.strip("{}").split(",") if x]
         # The warmup is inside the window: count its cycles too.
-        return lat, m.stop(ops=len(lat) + self.a_warmup)
+        return lat, m.stop(ops=len(lat) + warmup)
+
+    def a_sql(self, kind):
+        return self.uncontended_sql(kind, self.main, self.worker, kind, "bench-a",
+                                    self.a_seconds, self.a_warmup)
 
     def pgbench_script(self, name, body):
         path = os.path.join(self.a.work, name)
@@ -719,23 +747,14 @@ class Bench:
         try:
             got = self.rounds("(a)", contenders, self.a_rounds)
         finally:
-            for s, _ in self.sessions.values():
-                s.close()
-            self.sessions.clear()
+            self.close_sessions()
         medians = {}
         for name, _ in contenders:
             if name not in got:
                 continue
-            parts, usage = got[name]
-            lat = [x for p in parts for x in p]
-            medians[name] = median(lat)
-            self.say("  %-34s median %.3f ms  p99 %.3f ms  (%d cycles)"
-                     % (name, median(lat), pct(lat, 0.99), len(lat)))
             target = ("ratio<=", 0.6) if name.startswith("zklock") else None
-            self.res.add("(a)", "acquire+release, median", name, median(lat), "ms",
-                         target=target, cpu=usage, n=len(lat), note=notes.get(name))
-            self.res.add("(a)", "acquire+release, p99", name, pct(lat, 0.99), "ms",
-                         cpu=usage, n=len(lat))
+            medians[name] = self.cycle_rows("(a)", "", "%-34s" % name, name, got,
+                                            target=target, note=notes.get(name))
         if "zklock" in medians:
             for name, label in (("ZK floor: create+delete", "create+delete"),
                                 ("ZK floor: zklock's requests", "zklock's requests")):
@@ -1034,6 +1053,139 @@ class Bench:
         finally:
             s.close()
 
+    # -- shape (f) --
+
+    # Settings that name a cluster's own files and ports, not its behaviour.
+    OWN_SETTINGS = ("port", "cluster_name", "unix_socket_directories", "data_directory",
+                    "config_file", "hba_file", "ident_file", "zklock.hosts")
+
+    def settings_diff(self, a, b):
+        sql = ("SELECT json_object_agg(name, setting) FROM pg_settings WHERE name NOT IN (%s)"
+               % ", ".join("'%s'" % n for n in self.OWN_SETTINGS))
+        sa, sb = json.loads(a.query(sql)), json.loads(b.query(sql))
+        return ", ".join("%s %s / %s" % (k, sa.get(k), sb.get(k))
+                         for k in sorted(set(sa) | set(sb)) if sa.get(k) != sb.get(k))
+
+    def shape_f(self):
+        """(a)'s uncontended cycle for zklock, on main (zklock.max_locks at
+        its default, 1024) and on a cluster with zklock.max_locks = 100000,
+        interleaved: the cycle must not cost more with more slots.  Twice:
+        with nothing else held, then with f_held locks of other names held
+        by a background session of the large cluster."""
+        if self.f is None:
+            if self.a.f_skip:
+                self.say("(f) not run: %s" % self.a.f_skip)
+                self.res.add("(f)", "acquire+release, zklock.max_locks 100000 / default",
+                             "zklock", "not run", "", note="shape (f) not run: " + self.a.f_skip)
+            return
+        small, big = self.main, self.f
+        n_small = small.status()["slots_total"]
+        n_big = big.status()["slots_total"]
+        shm = float(big.query("SELECT sum(allocated_size) FROM pg_shmem_allocations "
+                              "WHERE name LIKE 'zklock%'"))
+        differ = self.settings_diff(small, big)
+        w_small, w_big = self.worker, big.worker_pid()
+        name_s, name_b = "zklock, max_locks=%d" % n_small, "zklock, max_locks=%d" % n_big
+        held_text = "{:,}".format(self.f_held)
+        self.say("(f) uncontended acquire + release, zklock.max_locks = %d beside %d "
+                 "(%d rounds per cluster, twice)" % (n_big, n_small, self.f_rounds))
+        self.say("  cluster f: %s bytes of zklock shared memory for %d slots; settings that "
+                 "differ from main's: %s" % ("{:,}".format(int(shm)), n_big, differ or "none"))
+        def measure(cluster, worker, n):
+            key = ("f", n)
+            warmup = self.f_rewarm if key in self.sessions else self.a_warmup
+            return self.uncontended_sql(key, cluster, worker, "zklock", "bench-f-%d" % n,
+                                        self.f_seconds, warmup)
+
+        contenders = [(name_s, lambda: measure(small, w_small, n_small)),
+                      (name_b, lambda: measure(big, w_big, n_big))]
+        first_note = ("(f): the loop of (a) (zkbench.uncontended: one session, one lock, "
+                      "timed in the backend) on cluster main, zklock.max_locks = %d (the "
+                      "default), and on cluster f, zklock.max_locks = %d (%.0f MB of zklock "
+                      "shared memory), same ZooKeeper; %d interleaved rounds of %g s per "
+                      "cluster (%d warm-up cycles in a session's first round, %d in the "
+                      "others); the ratio is the median over the rounds of the round's median "
+                      "at %d over the same round's at %d; settings that differ (main / f): "
+                      "%s; lock CPU = the session's backend + that cluster's zklock worker"
+                      % (n_small, n_big, shm / 1048576.0, self.f_rounds, self.f_seconds,
+                         self.a_warmup, self.f_rewarm, n_big, n_small, differ or "none"))
+        holder = None
+        try:
+            got = self.rounds("(f)", contenders, self.f_rounds)
+            self.f_rows("nothing else held", got, name_s, name_b, n_small, n_big, first_note)
+
+            # Many slots in use: what made a slot claim that scans the slots slow.
+            holder = Session(big, self.log)
+            holder.query("SET zklock.max_locks_per_backend = %d" % self.f_held)
+            t0 = time.time()
+            part = json.loads(holder.query("SELECT zkbench.acquire_many('bench-f-held-', %d)"
+                                           % self.f_held))
+            took = time.time() - t0
+            used_b, used_s = big.status()["slots_used"], small.status()["slots_used"]
+            self.say("  a session of cluster f took %d locks in %.2f s (first tenth %.0f ms, "
+                     "last tenth %.0f ms); slots_used %d of %d"
+                     % (self.f_held, took, part["first_tenth_ms"], part["last_tenth_ms"],
+                        used_b, n_big))
+            if used_b < self.f_held:
+                raise BenchError("cluster f shows %d slots used, expected %d"
+                                 % (used_b, self.f_held))
+            held_note = ("(f), second pair: a background session of cluster f holds %s locks "
+                         "of other names (SET zklock.max_locks_per_backend = %d; it took them "
+                         "in %.1f s, the first tenth in %.0f ms, the last tenth in %.0f ms; "
+                         "slots_used then %d of %d) while the pair runs again; cluster main "
+                         "holds none (slots_used %d) and is the baseline again, in the same "
+                         "rounds"
+                         % (held_text, self.f_held, took, part["first_tenth_ms"],
+                            part["last_tenth_ms"], used_b, n_big, used_s))
+            got = self.rounds("(f)", contenders, self.f_rounds)
+            self.f_rows("%s held at %d" % (held_text, n_big), got, name_s, name_b, n_small,
+                        n_big, held_note)
+            t0 = time.time()
+            holder.query("SELECT zkbench.release_all()")
+            holder.close()
+            holder = None
+            self.wait_slots(big, 0)
+            self.say("  released the %s locks: every node deleted after %.2f s"
+                     % (held_text, time.time() - t0))
+        finally:
+            self.close_sessions()
+            if holder is not None:
+                holder.close()
+
+    def cycle_rows(self, shape, what, shown, name, got, target=None, note=None):
+        """Print and record the median and p99 of one contender's cycles; return the median."""
+        parts, usage = got[name]
+        lat = [x for p in parts for x in p]
+        self.say("  %s median %.3f ms  p99 %.3f ms  (%d cycles)"
+                 % (shown, median(lat), pct(lat, 0.99), len(lat)))
+        self.res.add(shape, "%sacquire+release, median" % what, name, median(lat), "ms",
+                     target=target, cpu=usage, n=len(lat), note=note)
+        self.res.add(shape, "%sacquire+release, p99" % what, name, pct(lat, 0.99), "ms",
+                     cpu=usage, n=len(lat))
+        return median(lat)
+
+    def f_rows(self, label, got, name_s, name_b, n_small, n_big, note):
+        medians = {}
+        for name in (name_s, name_b):
+            if name not in got:
+                continue
+            medians[name] = self.cycle_rows("(f)", label + ": ", "%-22s %-26s" % (label + ":", name),
+                                            name, got)
+        if name_s in medians and name_b in medians:
+            # Round by round: load that comes and goes falls on both sides.
+            per_round = [median(b) / median(a) for a, b in zip(got[name_s][0], got[name_b][0])
+                         if a and b]
+            ratio = median(per_round)
+            self.say("  %-22s median at max_locks=%d / at %d: %.3f, round by round (%s; "
+                     "overall medians: %.3f); target <= 1.1"
+                     % (label + ":", n_big, n_small, ratio,
+                        " ".join("%.2f" % r for r in per_round), medians[name_b] / medians[name_s]))
+            self.res.add("(f)", "%s: median, max_locks %d / %d" % (label, n_big, n_small),
+                         "zklock", ratio, "x", target=("<=", 1.1), n=len(per_round),
+                         note="%s; the ratio round by round: %s (the overall medians' ratio: "
+                              "%.3f)" % (note, " ".join("%.2f" % r for r in per_round),
+                                         medians[name_b] / medians[name_s]))
+
     # -- everything --
 
     def environment(self):
@@ -1060,6 +1212,7 @@ class Bench:
         if not self.smoke:
             self.warm_up()
         self.shape_a()
+        self.attempt("(f)", "zklock", self.shape_f)
         if not self.smoke:
             self.shape_loop("(b)", same=False)
             self.shape_loop("(c)", same=True)
@@ -1111,6 +1264,9 @@ def main():
     ap.add_argument("--zk-pid", type=int, help="ZooKeeper server pid, for its CPU use")
     ap.add_argument("--main", required=True, help="SOCKETDIR:PORT of the main cluster")
     ap.add_argument("--e", help="SOCKETDIR:PORT of the cluster for shape (e)")
+    ap.add_argument("--f", help="SOCKETDIR:PORT of the zklock.max_locks = 100000 cluster "
+                                "for shape (f)")
+    ap.add_argument("--f-skip", help="why shape (f) is not run (no --f)")
     ap.add_argument("--java-cp", required=True)
     ap.add_argument("--kazoo", required=True)
     ap.add_argument("--floor", required=True)

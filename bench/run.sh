@@ -4,15 +4,16 @@
 # floor) and bare ZooKeeper requests (the ZooKeeper floor), all on one
 # private ZooKeeper.  bench/README.md says what each number means.
 #
-#   bash bench/run.sh           every shape, (a) to (e); prints one table,
+#   bash bench/run.sh           every shape, (a) to (f); prints one table,
 #                               writes bench/out/results.csv and bench.png
-#   bash bench/run.sh --smoke   shape (a) only, a few cycles per contender,
-#                               results in the work directory (CI)
+#   bash bench/run.sh --smoke   shapes (a) and (f) only, a few cycles per
+#                               contender, results in the work directory (CI)
 #
 # Installs missing dependencies (test/install-deps.sh), builds and installs
 # zklock only when the installed copy is missing or older than the sources,
 # compiles the Java and C drivers into a temporary work directory, starts
-# one ZooKeeper server and two PostgreSQL clusters on loopback ports, runs
+# one ZooKeeper server and three PostgreSQL clusters (two with --smoke) on
+# loopback ports, runs
 # bench/bench.py, and stops everything it started, by pid, however it ends.
 # ZKLOCK_KEEP_WORK=1 keeps the work directory (it is always kept on failure).
 set -euo pipefail
@@ -76,13 +77,29 @@ echo "CuratorBench (javac), zkfloor (cc), kazoo_bench.py (/usr/bin/python3)"
 
 say "ZooKeeper and PostgreSQL"
 ZK_CONNECT=$("${AS_USER[@]}" bash "$ZKSERVER" start "$WORK/zk" 1)
-# main: every shape but (e); room for 100 waiters, 16 loop clients and a few more.
+# main: every shape but (e), and the max_locks = 1024 side of (f); room for 100
+# waiters, 16 loop clients and a few more.
 pg_init "$WORK/main" "$ZK_CONNECT" zkbench_main "max_connections = 150"
 CLUSTERS=(main)
 if [ "$SMOKE" -eq 0 ]; then
 	# e: shape (e), the defaults with only zklock.max_locks changed.
 	pg_init "$WORK/e" "$ZK_CONNECT" zkbench_e "zklock.max_locks = 10000"
 	CLUSTERS+=(e)
+fi
+# f: shape (f), main's settings but zklock.max_locks = 100000: about 230 MB
+# of zklock slots (2,276 bytes each) on top of PostgreSQL's own ~150 MB.
+# A machine without that much to spare skips the shape, and says so.
+F_SLOTS=100000
+F_NEED_MB=1024
+F_SKIP=
+avail_mb=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo 2>/dev/null || true)
+if [ -n "$avail_mb" ] && [ "$avail_mb" -lt "$F_NEED_MB" ]; then
+	F_SKIP="only $avail_mb MB of memory available, shape (f) wants $F_NEED_MB MB"
+	echo "skipping shape (f): $F_SKIP" >&2
+else
+	pg_init "$WORK/f" "$ZK_CONNECT" zkbench_f "max_connections = 150" \
+		"zklock.max_locks = $F_SLOTS"
+	CLUSTERS+=(f)
 fi
 for c in "${CLUSTERS[@]}"; do
 	pg_start "$WORK/$c"
@@ -109,13 +126,18 @@ else
 fi
 mkdir -p "$OUT"
 
-say "benchmark$([ "$SMOKE" -eq 1 ] && echo ' (smoke: shape a, a few cycles)')"
+say "benchmark$([ "$SMOKE" -eq 1 ] && echo ' (smoke: shapes a and f, a few cycles)')"
 ARGS=(--zk "$ZK_CONNECT" --zk-pid "$(cat "$WORK/zk/zk1.pid")"
 	--main "$WORK/main:$(cat "$WORK/main/port")"
 	--java-cp "$WORK/classes:$CP" --kazoo "$TOP/bench/kazoo_bench.py"
 	--floor "$WORK/zkfloor" --work "$WORK" --out "$OUT")
 [ "$SMOKE" -eq 1 ] && ARGS+=(--smoke)
 [ "$SMOKE" -eq 0 ] && ARGS+=(--e "$WORK/e:$(cat "$WORK/e/port")")
+if [ -n "$F_SKIP" ]; then
+	ARGS+=(--f-skip "$F_SKIP")
+else
+	ARGS+=(--f "$WORK/f:$(cat "$WORK/f/port")")
+fi
 rc=0
 /usr/bin/python3 "$TOP/bench/bench.py" "${ARGS[@]}" &
 BENCH_PID=$!
