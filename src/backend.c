@@ -241,10 +241,9 @@ zkl_give_up(int slotno, uint32 generation, bool counts_as_cancel)
 			case ZKL_SLOT_HELD:
 				if (slot->state == ZKL_SLOT_WAITING && counts_as_cancel)
 					zkl_count(cancels);
-				/* From here on the view shows it leaving, not queued. */
+				/* From here on the view shows it leaving (in its last scope). */
 				slot->state = ZKL_SLOT_RELEASING;
 				slot->wanted = false;
-				slot->session_count = slot->xact_count = 0;
 				zkl_queue_push(slotno);
 				break;
 			case ZKL_SLOT_FAILED:
@@ -531,7 +530,8 @@ zkl_read_directory(const char *name, dsm_handle reply)
  * the request first, so no contender node outlives a failed acquire.
  */
 static bool
-zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeout_ms, int64 *token)
+zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeout_ms,
+			int64 session_wait_ms, int64 *token)
 {
 	zkl_local_lock *lock;
 	zkl_local_lock *sibling;
@@ -656,13 +656,21 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 		if (session != ZKL_SESSION_CONNECTED)
 		{
 			TimestampTz conn_deadline = TimestampTzPlusMilliseconds(Max(start, since), zkl_connect_timeout);
+			TimestampTz try_deadline = session_wait_ms >= 0 ? zkl_deadline_after(start, session_wait_ms) : 0;
+			bool		try_bound = try_deadline != 0 && try_deadline < conn_deadline;
 
+			if (try_bound)
+				conn_deadline = try_deadline;
 			if (now >= conn_deadline)
 			{
 				zkl_cancel_wait(false);
 				ereport(ERROR,
 						(errcode(ERRCODE_ZKLOCK_UNAVAILABLE),
 						 errmsg("could not obtain ZooKeeper lock \"%s\": ZooKeeper is not reachable", name),
+						 try_bound && session_wait_ms == 0 ?
+						 errdetail("There is no ZooKeeper session, and a timeout of zero does not wait for one.") :
+						 try_bound ?
+						 errdetail("No ZooKeeper session for %ld ms (lock_timeout).", (long) session_wait_ms) :
 						 errdetail("No ZooKeeper session for %d ms (zklock.connect_timeout).", zkl_connect_timeout),
 						 errhint("Check that zklock.hosts (\"%s\") lists running ZooKeeper servers.", zkl_hosts)));
 			}
@@ -706,8 +714,21 @@ zkl_wait_limit(int64 timeout_ms)
 }
 
 /*
+ * How long a try waits for an absent ZooKeeper session: a try never waits
+ * for another holder, but it must ask ZooKeeper.  lock_timeout bounds that
+ * wait as it bounds any lock wait (besides zklock.connect_timeout); -1:
+ * only zklock.connect_timeout does.
+ */
+static int64
+zkl_try_session_wait(void)
+{
+	return LockTimeout > 0 ? LockTimeout : -1;
+}
+
+/*
  * SQL-facing acquire.  timeout_ms < 0 means "use lock_timeout", where 0
- * waits forever; an explicit zero means do not wait at all.
+ * waits forever; an explicit zero means do not wait at all, not even for
+ * an absent ZooKeeper session.
  */
 bool
 zkl_acquire(text *name, bool shared, bool xact, bool try_only, int64 timeout_ms, int64 *token)
@@ -717,8 +738,10 @@ zkl_acquire(text *name, bool shared, bool xact, bool try_only, int64 timeout_ms,
 	zkl_require_shmem();
 	zkl_name_key(name, key);
 	if (try_only)
-		return zkl_request(key, shared, xact, true, 0, token);
-	return zkl_request(key, shared, xact, timeout_ms == 0, zkl_wait_limit(timeout_ms), token);
+		return zkl_request(key, shared, xact, true, 0, zkl_try_session_wait(), token);
+	if (timeout_ms == 0)
+		return zkl_request(key, shared, xact, true, 0, 0, token);
+	return zkl_request(key, shared, xact, false, zkl_wait_limit(timeout_ms), -1, token);
 }
 
 /* Release one session-scope hold; false plus a warning when there is none. */
@@ -783,7 +806,8 @@ zkl_acquire_set(const char **names, int n, bool xact, int64 timeout_ms, int64 *t
 	{
 		if (deadline != 0)
 			limit_ms = Max(1, zkl_ms_until(deadline, GetCurrentTimestamp()));
-		if (!zkl_request(order[i], false, true, try_only, limit_ms, &order_tokens[i]))
+		if (!zkl_request(order[i], false, true, try_only, limit_ms, try_only ? 0 : -1,
+						 &order_tokens[i]))
 			ereport(ERROR,
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 					 errmsg("could not obtain ZooKeeper lock \"%s\"", order[i]),
@@ -919,6 +943,33 @@ zkl_set_commit_waiting(bool waiting)
 	LWLockRelease(zkl_shared->lock);
 }
 
+/*
+ * Whether the worker has proof that the session is alive now: it is
+ * connected, and a request sent less than a third of the negotiated session
+ * timeout ago was answered, so the session cannot have expired yet.  A
+ * library that still says "connected" is not proof (a worker that cannot
+ * reach any server keeps the state it had); silence is not health.
+ * *timeout_ms, when given, gets the session timeout.
+ */
+bool
+zkl_session_proven(int *timeout_ms)
+{
+	zkl_session_state state;
+	TimestampTz last_contact;
+	int			timeout;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	state = zkl_shared->session_state;
+	last_contact = zkl_shared->last_contact;
+	timeout = zkl_shared->negotiated_timeout > 0 ? zkl_shared->negotiated_timeout : zkl_session_timeout;
+	LWLockRelease(zkl_shared->lock);
+
+	if (timeout_ms)
+		*timeout_ms = timeout;
+	return state == ZKL_SESSION_CONNECTED &&
+		GetCurrentTimestamp() < TimestampTzPlusMilliseconds(last_contact, timeout / 3);
+}
+
 /* The commit's wait for proof is over, however it ended (an error too). */
 static void
 zkl_end_commit_wait(void)
@@ -950,8 +1001,6 @@ zkl_confirm_before_commit(void)
 	{
 		HASH_SEQ_STATUS seq;
 		zkl_local_lock *lock;
-		zkl_session_state state;
-		TimestampTz last_contact;
 		int			timeout_ms;
 		TimestampTz now;
 
@@ -966,16 +1015,9 @@ zkl_confirm_before_commit(void)
 			}
 		}
 
-		LWLockAcquire(zkl_shared->lock, LW_SHARED);
-		state = zkl_shared->session_state;
-		last_contact = zkl_shared->last_contact;
-		timeout_ms = zkl_shared->negotiated_timeout > 0 ? zkl_shared->negotiated_timeout : zkl_session_timeout;
-		LWLockRelease(zkl_shared->lock);
-
-		now = GetCurrentTimestamp();
-		if (state == ZKL_SESSION_CONNECTED &&
-			now < TimestampTzPlusMilliseconds(last_contact, timeout_ms / 3))
+		if (zkl_session_proven(&timeout_ms))
 			break;
+		now = GetCurrentTimestamp();
 		if (start == 0)
 		{
 			start = now;

@@ -270,19 +270,18 @@ zk_lock_token(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(token);
 }
 
-/* True only while this backend holds the lock and the session is connected. */
+/*
+ * True only while this backend holds the lock and the session is proven
+ * alive as a commit needs it (zkl_session_proven); never waits.
+ */
 Datum
 zk_lock_check(PG_FUNCTION_ARGS)
 {
 	int64		token;
-	bool		connected;
 
 	if (!zkl_held_token(zkl_name_arg(fcinfo), &token))
 		PG_RETURN_BOOL(false);
-	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	connected = zkl_shared->session_state == ZKL_SESSION_CONNECTED;
-	LWLockRelease(zkl_shared->lock);
-	PG_RETURN_BOOL(connected);
+	PG_RETURN_BOOL(zkl_session_proven(NULL));
 }
 
 Datum

@@ -1240,7 +1240,6 @@ zkl_reap_dead_backends(void)
 				case ZKL_SLOT_HELD:
 					slot->state = ZKL_SLOT_RELEASING;
 					slot->wanted = false;
-					slot->session_count = slot->xact_count = 0;
 					give_up = true;
 					reaped++;
 					last_pid = slot->pid;

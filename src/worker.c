@@ -13,6 +13,7 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/eventfd.h>
@@ -459,20 +460,28 @@ zkl_handle_session_event(int state)
 
 /*
  * A line of the library, into the server log.  While ZooKeeper is down the
- * library repeats the same complaint at every connection attempt: a line
- * already logged in the last minute is only counted, and the count is told
- * with the line when it is next logged.  The library's own prefix (time,
- * thread, level, function) is left out; the server log has its own.
+ * library repeats the same complaints at every connection attempt, with
+ * other numbers (ports, milliseconds) each time.  So a line whose text,
+ * numbers aside, was logged in the last minute is only counted, and the
+ * count is told with the line when it is next logged; and no more than
+ * ZKL_LOG_BUDGET lines are logged a minute whatever they say, the rest
+ * counted and reported once the minute is over.  The library's own prefix
+ * (time, thread, level, function) is left out; the server log has its own.
  */
-#define ZKL_LOG_MEMORY		8
-#define ZKL_LOG_REPEAT_MS	60000
+#define ZKL_LOG_KINDS		16
+#define ZKL_LOG_WINDOW_MS	60000
+#define ZKL_LOG_BUDGET		20
 
 static struct
 {
-	char		text[256];
+	char		key[128];		/* the text with each run of digits as "#" */
 	TimestampTz logged_at;
 	int			suppressed;
-}			zkl_log_memory[ZKL_LOG_MEMORY];
+}			zkl_log_kinds[ZKL_LOG_KINDS];
+
+static TimestampTz zkl_log_window_start = 0;
+static int	zkl_log_window_lines = 0;
+static int	zkl_log_window_dropped = 0;
 
 static void
 zkl_log_library_line(const char *line)
@@ -483,42 +492,69 @@ zkl_log_library_line(const char *line)
 	int			oldest = 0;
 	int			hit = -1;
 	char		clean[256];
+	char		key[128];
+	int			k = 0;
 
 	/* "...:ZOO_ERROR@function@123: message" */
 	text = text ? text : line;
 	at = strstr(text, ": ");
 	strlcpy(clean, at ? at + 2 : text, sizeof(clean));
 	clean[strcspn(clean, "\n")] = '\0';
-
-	for (int i = 0; i < ZKL_LOG_MEMORY; i++)
+	for (const char *c = clean; *c && k < (int) sizeof(key) - 1; c++)
 	{
-		if (strcmp(zkl_log_memory[i].text, clean) == 0)
+		if (isdigit((unsigned char) *c) && k > 0 && key[k - 1] == '#')
+			continue;
+		key[k++] = isdigit((unsigned char) *c) ? '#' : *c;
+	}
+	key[k] = '\0';
+
+	if (now >= TimestampTzPlusMilliseconds(zkl_log_window_start, ZKL_LOG_WINDOW_MS))
+	{
+		if (zkl_log_window_dropped > 0)
+			ereport(LOG,
+					(errmsg("zklock: %d more lines of the ZooKeeper client library were not logged in the last minute",
+							zkl_log_window_dropped)));
+		zkl_log_window_start = now;
+		zkl_log_window_lines = 0;
+		zkl_log_window_dropped = 0;
+	}
+
+	for (int i = 0; i < ZKL_LOG_KINDS; i++)
+	{
+		if (strcmp(zkl_log_kinds[i].key, key) == 0)
 		{
 			hit = i;
 			break;
 		}
-		if (zkl_log_memory[i].logged_at < zkl_log_memory[oldest].logged_at)
+		if (zkl_log_kinds[i].logged_at < zkl_log_kinds[oldest].logged_at)
 			oldest = i;
 	}
-	if (hit >= 0 && now < TimestampTzPlusMilliseconds(zkl_log_memory[hit].logged_at, ZKL_LOG_REPEAT_MS))
+	if (hit >= 0 && now < TimestampTzPlusMilliseconds(zkl_log_kinds[hit].logged_at, ZKL_LOG_WINDOW_MS))
 	{
-		zkl_log_memory[hit].suppressed++;
+		zkl_log_kinds[hit].suppressed++;
 		return;
 	}
-	if (hit >= 0 && zkl_log_memory[hit].suppressed > 0)
+	if (zkl_log_window_lines >= ZKL_LOG_BUDGET)
+	{
+		zkl_log_window_dropped++;
+		return;
+	}
+	zkl_log_window_lines++;
+
+	if (hit >= 0 && zkl_log_kinds[hit].suppressed > 0)
 		ereport(LOG,
 				(errmsg("zklock: ZooKeeper client: %s", clean),
-				 errdetail("The same message was seen %d more times in the last minute.",
-						   zkl_log_memory[hit].suppressed)));
+				 errdetail("Similar messages were seen %d more times in the last minute.",
+						   zkl_log_kinds[hit].suppressed)));
 	else
 		ereport(LOG, (errmsg("zklock: ZooKeeper client: %s", clean)));
 	if (hit < 0)
 	{
 		hit = oldest;
-		strlcpy(zkl_log_memory[hit].text, clean, sizeof(zkl_log_memory[hit].text));
+		strlcpy(zkl_log_kinds[hit].key, key, sizeof(zkl_log_kinds[hit].key));
 	}
-	zkl_log_memory[hit].logged_at = now;
-	zkl_log_memory[hit].suppressed = 0;
+	zkl_log_kinds[hit].logged_at = now;
+	zkl_log_kinds[hit].suppressed = 0;
 }
 
 static void

@@ -9,6 +9,8 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
+
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
@@ -46,6 +48,50 @@ static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 void		_PG_init(void);
+
+/*
+ * A connect string the client library can use: "host:port" pairs separated
+ * by commas (a host may be "[v6 address]"), optionally followed by a chroot
+ * path.  The library takes an empty string and then never connects, so a
+ * reload with a mistake would leave the worker without a server while the
+ * session expires: refuse it here, and the session keeps its servers.
+ */
+static bool
+check_hosts(char **newval, void **extra, GucSource source)
+{
+	const char *p = *newval ? *newval : "";
+	const char *end = p + strcspn(p, "/");
+	bool		ok = p < end;
+
+	while (ok && p < end)
+	{
+		const char *comma = memchr(p, ',', end - p);
+		const char *item_end = comma ? comma : end;
+		const char *colon = NULL;
+		long		port = 0;
+
+		for (const char *c = p; c < item_end; c++)
+			if (*c == ':')
+				colon = c;
+		ok = colon != NULL && colon > p && colon + 1 < item_end && item_end - colon <= 6;
+		for (const char *c = colon ? colon + 1 : item_end; ok && c < item_end; c++)
+		{
+			ok = *c >= '0' && *c <= '9';
+			port = port * 10 + (*c - '0');
+		}
+		ok = ok && port >= 1 && port <= 65535;
+		for (const char *c = p; ok && c < colon; c++)
+			ok = !isspace((unsigned char) *c);
+		p = comma ? comma + 1 : end;
+		ok = ok && !(comma && p == end);
+	}
+	if (!ok)
+	{
+		GUC_check_errdetail("zklock.hosts must be a comma-separated list of host:port pairs, such as \"zk1:2181,zk2:2181\".");
+		return false;
+	}
+	return true;
+}
 
 static bool
 check_root(char **newval, void **extra, GucSource source)
@@ -107,7 +153,7 @@ _PG_init(void)
 							   "127.0.0.1:2181",
 							   PGC_SIGHUP,
 							   0,
-							   NULL, NULL, NULL);
+							   check_hosts, NULL, NULL);
 	DefineCustomStringVariable("zklock.root",
 							   "ZooKeeper path under which lock directories live.",
 							   NULL,
