@@ -434,6 +434,7 @@ zkl_claim_slot(const char *name, const char *dir, TimestampTz start)
 	slot->encoding = GetDatabaseEncoding();
 	slot->session_count = slot->xact_count = 0;
 	slot->zk_rc = 0;
+	slot->behind = false;
 	slot->token = 0;
 	slot->requested_at = start;
 	slot->granted_at = 0;
@@ -592,12 +593,14 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 		TimestampTz now;
 		TimestampTz wake = 0;
 		int			zk_rc;
+		bool		behind;
 		int			rc;
 
 		LWLockAcquire(zkl_shared->lock, LW_SHARED);
 		/* A try that found a holder may be deleted and freed before we look. */
 		state = slot->generation == generation ? slot->state : ZKL_SLOT_BUSY;
 		zk_rc = slot->zk_rc;
+		behind = slot->behind;
 		*token = slot->token;
 		session = zkl_shared->session_state;
 		since = zkl_shared->disconnected_since;
@@ -633,8 +636,16 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 					 errhint("Check the ACLs under zklock.root and the zklock.auth setting.")));
 		}
 
+		/*
+		 * The timeout is for waiting: it ends the request when ZooKeeper is
+		 * out of reach, or once the worker found another holder ahead of it.
+		 * Before ZooKeeper's first answer nothing is known to be in the way
+		 * (a free lock takes one round trip), so a connected session's
+		 * answer is waited for; the session's own request timeout bounds
+		 * that.
+		 */
 		now = GetCurrentTimestamp();
-		if (deadline != 0 && now >= deadline)
+		if (deadline != 0 && now >= deadline && (behind || session != ZKL_SESSION_CONNECTED))
 		{
 			zkl_cancel_wait(false);
 			zkl_count(timeouts);
@@ -650,7 +661,7 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 					 errdetail("Gave up after waiting %ld ms for another holder to release it.",
 							   (long) timeout_ms)));
 		}
-		if (deadline != 0)
+		if (deadline != 0 && now < deadline)
 			wake = deadline;
 
 		if (session != ZKL_SESSION_CONNECTED)

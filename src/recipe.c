@@ -626,6 +626,15 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 		return;
 	}
 
+	/* From now on the request waits for another holder: its timeout runs. */
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (!slot->behind)
+	{
+		slot->behind = true;
+		zkl_wake_backend(slot);
+	}
+	LWLockRelease(zkl_shared->lock);
+
 	work->phase = ZKL_PH_WATCHING;
 	work->waited = true;
 	work->handoff = false;

@@ -83,9 +83,10 @@ typedef enum zkl_session_state
  *   lock; the worker also reads them without it for a slot it has taken off
  *   the queue or adopted from its predecessor (taking it, under the lock,
  *   orders it after the writes).
- * - Outcome fields (node, token, granted_at, zk_rc) are written by the
- *   worker, under the lock held exclusively.  The worker reads its own
- *   writes without the lock; everyone else reads them under the lock.
+ * - Outcome fields (node, token, granted_at, zk_rc, behind) are written by
+ *   the worker, under the lock held exclusively (the backend that claims a
+ *   slot resets them while claiming).  The worker reads its own writes
+ *   without the lock; everyone else reads them under the lock.
  * - state, generation, wanted, queued, commit_waiting, session_count and
  *   xact_count are read under the lock and written under it exclusively, by
  *   the owning backend or the worker.
@@ -131,6 +132,7 @@ typedef struct zkl_slot
 	int32		session_count;	/* reentrant holds, by scope, for zk_locks */
 	int32		xact_count;
 	int			zk_rc;			/* ZooKeeper error of a FAILED request */
+	bool		behind;			/* another holder was found ahead: it waits */
 	int64		token;			/* czxid of our node */
 	TimestampTz requested_at;
 	TimestampTz granted_at;
