@@ -592,6 +592,7 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 		TimestampTz since;
 		TimestampTz now;
 		TimestampTz wake = 0;
+		TimestampTz proof_until;
 		int			zk_rc;
 		bool		behind;
 		int			rc;
@@ -640,20 +641,24 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 		 * The timeout is for waiting: it ends the request when ZooKeeper is
 		 * out of reach, or once the worker found another holder ahead of it.
 		 * Before ZooKeeper's first answer nothing is known to be in the way
-		 * (a free lock takes one round trip), so a connected session's
-		 * answer is waited for; the session's own request timeout bounds
-		 * that.
+		 * (a free lock takes one round trip), so that answer is waited for
+		 * as long as the session is proven alive; a frozen worker or a
+		 * silent server ends the request when the proof runs out.
 		 */
 		now = GetCurrentTimestamp();
-		if (deadline != 0 && now >= deadline && (behind || session != ZKL_SESSION_CONNECTED))
+		proof_until = 0;
+		if (deadline != 0 && now >= deadline &&
+			(behind || session != ZKL_SESSION_CONNECTED || !zkl_session_proven(NULL, &proof_until)))
 		{
 			zkl_cancel_wait(false);
 			zkl_count(timeouts);
-			if (session != ZKL_SESSION_CONNECTED)
+			if (session != ZKL_SESSION_CONNECTED || !behind)
 				ereport(ERROR,
 						(errcode(ERRCODE_ZKLOCK_UNAVAILABLE),
 						 errmsg("could not obtain ZooKeeper lock \"%s\": ZooKeeper is not reachable", name),
-						 errdetail("Gave up after %ld ms without a ZooKeeper session.", (long) timeout_ms),
+						 session != ZKL_SESSION_CONNECTED ?
+						 errdetail("Gave up after %ld ms without a ZooKeeper session.", (long) timeout_ms) :
+						 errdetail("Gave up after %ld ms without an answer from ZooKeeper.", (long) timeout_ms),
 						 errhint("Check that zklock.hosts (\"%s\") lists running ZooKeeper servers.", zkl_hosts)));
 			ereport(ERROR,
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
@@ -661,8 +666,8 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 					 errdetail("Gave up after waiting %ld ms for another holder to release it.",
 							   (long) timeout_ms)));
 		}
-		if (deadline != 0 && now < deadline)
-			wake = deadline;
+		if (deadline != 0)
+			wake = now < deadline ? deadline : proof_until;
 
 		if (session != ZKL_SESSION_CONNECTED)
 		{
@@ -960,10 +965,11 @@ zkl_set_commit_waiting(bool waiting)
  * timeout ago was answered, so the session cannot have expired yet.  A
  * library that still says "connected" is not proof (a worker that cannot
  * reach any server keeps the state it had); silence is not health.
- * *timeout_ms, when given, gets the session timeout.
+ * *timeout_ms, when given, gets the session timeout, and *until the time
+ * the proof runs out.
  */
 bool
-zkl_session_proven(int *timeout_ms)
+zkl_session_proven(int *timeout_ms, TimestampTz *until)
 {
 	zkl_session_state state;
 	TimestampTz last_contact;
@@ -977,6 +983,8 @@ zkl_session_proven(int *timeout_ms)
 
 	if (timeout_ms)
 		*timeout_ms = timeout;
+	if (until)
+		*until = TimestampTzPlusMilliseconds(last_contact, timeout / 3);
 	return state == ZKL_SESSION_CONNECTED &&
 		GetCurrentTimestamp() < TimestampTzPlusMilliseconds(last_contact, timeout / 3);
 }
@@ -1026,7 +1034,7 @@ zkl_confirm_before_commit(void)
 			}
 		}
 
-		if (zkl_session_proven(&timeout_ms))
+		if (zkl_session_proven(&timeout_ms, NULL))
 			break;
 		now = GetCurrentTimestamp();
 		if (start == 0)

@@ -19,7 +19,7 @@ extern void zkl_acquire_set(const char **names, int n, bool xact, int64 timeout_
 extern bool zkl_release_session(text *name, bool shared);
 extern void zkl_release_all_session(void);
 extern bool zkl_held_token(text *name, int64 *token);
-extern bool zkl_session_proven(int *timeout_ms);
+extern bool zkl_session_proven(int *timeout_ms, TimestampTz *until);
 extern void zkl_read_directory(const char *name, dsm_handle reply);
 
 /* contenders.c */

@@ -281,7 +281,7 @@ zk_lock_check(PG_FUNCTION_ARGS)
 
 	if (!zkl_held_token(zkl_name_arg(fcinfo), &token))
 		PG_RETURN_BOOL(false);
-	PG_RETURN_BOOL(zkl_session_proven(NULL));
+	PG_RETURN_BOOL(zkl_session_proven(NULL, NULL));
 }
 
 Datum
