@@ -381,6 +381,21 @@ is($out, 't', "(5) the server's own UTF-8 check (convert_to) accepts holder and 
 is($out, 't', '(5) the holder names database db<0xE9> and user r<0xE9> (with something for the high byte)')
   or diag(show_bytes("$out $err"));
 
+# Every byte value as a one-byte name, taken in the SQL_ASCII database (chr(n)
+# is byte n there), read from the UTF-8 one: 255 distinct valid names.
+is($c->query_safe("SET zklock.max_locks_per_backend = 300;\n"
+	  . "SELECT count(*) FILTER (WHERE zk_lock_acquire(chr(n), '10s') > 0) FROM generate_series(1, 255) AS n"),
+	'255', '(5) a SQL_ASCII session holds 255 locks, one named by each byte value');
+($ret, $out, $err) = $a->psql($u8,
+	"SELECT count(*), count(DISTINCT name), bool_and(convert_to(name, 'UTF8') IS NOT NULL),"
+	  . " count(*) FILTER (WHERE name LIKE '\\%__' ESCAPE '\\')"
+	  . " FROM zk_locks WHERE pid = $c_pid AND octet_length(name) <= 3");
+is($ret, 0, '(5) the UTF-8 database reads the names of every byte value from zk_locks')
+  or diag(show_bytes($err));
+is($out, '255|255|t|128', '(5) ... 255 distinct valid names, the 128 high bytes written %XX');
+is($c->query_safe("SELECT count(*) FILTER (WHERE zk_lock_release(chr(n))) FROM generate_series(1, 255) AS n"),
+	'255', '(5) the 255 one-byte locks are released');
+
 is($d->query_safe("SELECT zk_lock_release('ascii-lock')"), 't', '(5) ascii-lock is released');
 is($c->query_safe("SELECT zk_lock_release($bad_name_sql)"), 't', '(5) caf<0xE9>-<0xFF> is released');
 for my $dir ('ascii-lock', 'caf%E9-%FF')
