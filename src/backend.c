@@ -1012,6 +1012,7 @@ zkl_confirm_before_commit(void)
 {
 	TimestampTz start = 0;
 	TimestampTz deadline = 0;
+	bool		wrote = TransactionIdIsValid(GetTopTransactionIdIfAny());
 
 	if (hash_get_num_entries(zkl_locks) == 0)
 		return;
@@ -1034,7 +1035,13 @@ zkl_confirm_before_commit(void)
 			}
 		}
 
-		if (zkl_session_proven(&timeout_ms, NULL))
+		/*
+		 * A transaction that wrote nothing (it has no transaction id) makes
+		 * nothing durable: a known loss is still reported, but there is
+		 * nothing to protect by waiting for proof, and a read-only statement
+		 * of a lock holder must not stall while ZooKeeper is away.
+		 */
+		if (!wrote || zkl_session_proven(&timeout_ms, NULL))
 			break;
 		now = GetCurrentTimestamp();
 		if (start == 0)
