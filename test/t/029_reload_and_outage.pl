@@ -303,27 +303,24 @@ sub no_session_checks
 	my ($node, $label) = @_;
 	isnt(state_of($node), 'connected', "$label: the worker has no session (" . state_of($node) . ')');
 
-	my ($err, $el) = verbose_error($node, "SELECT zk_lock_acquire('z0', '0');");
-	like($err, qr/ERROR:  ZK001: could not obtain ZooKeeper lock "z0": ZooKeeper is not reachable/,
-		"$label: zk_lock_acquire('z0', '0') fails with SQLSTATE ZK001");
-	like($err, qr/DETAIL:  There is no ZooKeeper session, and a timeout of zero does not wait for one\./,
-		"$label: ... saying a timeout of zero does not wait for a session");
-	diag(sprintf('%s: zk_lock_acquire(\'z0\', \'0\') failed after %.2f s (connect_timeout 20 s)', $label, $el));
-
-	($err, $el) = verbose_error($node, "SELECT zk_lock_acquire(ARRAY['z1','z2'], '0');");
-	like($err, qr/ERROR:  ZK001: could not obtain ZooKeeper lock "z[12]": ZooKeeper is not reachable/,
-		"$label: zk_lock_acquire(ARRAY['z1','z2'], '0') fails with SQLSTATE ZK001");
-	like($err, qr/DETAIL:  There is no ZooKeeper session, and a timeout of zero does not wait for one\./,
-		"$label: ... saying a timeout of zero does not wait for a session");
-	diag(sprintf('%s: zk_lock_acquire(ARRAY[\'z1\',\'z2\'], \'0\') failed after %.2f s', $label, $el));
-
-	($err, $el) = verbose_error($node, "SET lock_timeout = '500ms';\nSELECT zk_lock_try('n1');");
-	like($err, qr/ERROR:  ZK001: could not obtain ZooKeeper lock "n1": ZooKeeper is not reachable/,
-		"$label: with lock_timeout = 500ms, zk_lock_try('n1') fails with SQLSTATE ZK001");
-	like($err, qr/DETAIL:  No ZooKeeper session for 500 ms \(lock_timeout\)\./,
-		"$label: ... after lock_timeout, not zklock.connect_timeout");
-	diag(sprintf('%s: zk_lock_try(\'n1\') with lock_timeout 500ms failed after %.2f s (connect_timeout 20 s)',
-		$label, $el));
+	# [ SQL, lock name pattern, what is shown, detail pattern, what the detail says ]
+	my $zero_detail = qr/DETAIL:  There is no ZooKeeper session, and a timeout of zero does not wait for one\./;
+	for my $case (
+		[ "SELECT zk_lock_acquire('z0', '0');", 'z0', "zk_lock_acquire('z0', '0')",
+			$zero_detail, 'saying a timeout of zero does not wait for a session' ],
+		[ "SELECT zk_lock_acquire(ARRAY['z1','z2'], '0');", 'z[12]', "zk_lock_acquire(ARRAY['z1','z2'], '0')",
+			$zero_detail, 'saying a timeout of zero does not wait for a session' ],
+		[ "SET lock_timeout = '500ms';\nSELECT zk_lock_try('n1');", 'n1', "with lock_timeout = 500ms, zk_lock_try('n1')",
+			qr/DETAIL:  No ZooKeeper session for 500 ms \(lock_timeout\)\./,
+			'after lock_timeout, not zklock.connect_timeout' ])
+	{
+		my ($sql, $lock, $shown, $detail, $says) = @$case;
+		my ($err, $el) = verbose_error($node, $sql);
+		like($err, qr/ERROR:  ZK001: could not obtain ZooKeeper lock "$lock": ZooKeeper is not reachable/,
+			"$label: $shown fails with SQLSTATE ZK001");
+		like($err, $detail, "$label: ... $says");
+		diag(sprintf('%s: %s failed after %.2f s (connect_timeout 20 s)', $label, $shown, $el));
+	}
 
 	wait_until(sub { zk_status_of($node)->{slots_used} eq '0' }, 30, "$label: slots_used to return to 0");
 	is(zk_status_of($node)->{slots_used}, '0', "$label: slots_used is 0 afterwards");
