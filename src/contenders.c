@@ -23,12 +23,12 @@
 #include "utils/resowner.h"
 
 #include "backend.h"
+#include "lock_rule.h"
 
 /* One child of the directory, as the worker read it. */
 typedef struct zkl_contender
 {
-	int64		seq;
-	bool		shared;
+	zkl_contender_name name;	/* sequence number and mode */
 	int64		czxid;
 	char	   *node;
 	char	   *data;
@@ -45,7 +45,7 @@ zkl_cmp_contenders(const void *a, const void *b)
 	const zkl_contender *x = a;
 	const zkl_contender *y = b;
 
-	return x->seq < y->seq ? -1 : x->seq > y->seq ? 1 : 0;
+	return zkl_seq_compare(x->name.seq, y->name.seq);
 }
 
 /* Our own description is JSON with the cluster's system identifier. */
@@ -127,22 +127,19 @@ zkl_holder_field(Datum holder, const char *key)
 }
 
 /*
- * Whether c is held: an exclusive node waits for every earlier node, a
- * shared one for every earlier exclusive one, except the nodes of its own
- * backend (zklock never waits on itself; peers' nodes have no owner here).
+ * Whether contender i holds the lock, by the worker's own rule (lock_rule.c):
+ * the nodes of the same backend are its own (zklock never waits on itself;
+ * peers' nodes have no owner here).
  */
 static bool
-zkl_contender_held(zkl_contender *all, int i)
+zkl_contender_held(zkl_contender *all, int n, int i, const char **names, const char **ours)
 {
-	for (int j = 0; j < i; j++)
-	{
-		if (all[i].shared && all[j].shared)
-			continue;
-		if (all[i].owner && all[j].owner && strcmp(all[i].owner, all[j].owner) == 0)
-			continue;
-		return false;
-	}
-	return true;
+	int			nours = 0;
+
+	for (int j = 0; j < n; j++)
+		if (j != i && all[i].owner && all[j].owner && strcmp(all[i].owner, all[j].owner) == 0)
+			ours[nours++] = all[j].node;
+	return zkl_decide(names, n, all[i].node, ours, nours).verdict == ZKL_VERDICT_HELD;
 }
 
 static const char *
@@ -209,6 +206,8 @@ zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
 	zkl_inspect_reply *reply;
 	char	   *p;
 	zkl_contender *all;
+	const char **names;
+	const char **ours;
 	int			n = 0;
 
 	zkl_require_shmem();
@@ -229,7 +228,6 @@ zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
 		c->data = pnstrdup(p + sizeof(zkl_inspect_entry) + e->name_len, e->data_len);
 		c->data_len = e->data_len;
 		c->czxid = e->czxid;
-		c->seq = zkl_parse_contender(c->node, &c->shared);
 		c->holder = (Datum) 0;
 		c->owner = NULL;
 		c->is_zklock = zkl_is_zklock_json(c->data, c->data_len);
@@ -250,22 +248,27 @@ zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
 		}
 		p += MAXALIGN(sizeof(zkl_inspect_entry) + e->name_len + e->data_len);
 		/* Children of no lock layout we know are not contenders. */
-		if (c->seq >= 0)
+		if (zkl_contender_parse(c->node, &c->name))
 			n++;
 	}
 	dsm_detach(seg);
 
+	/* Queue order is serial-number order, right across the counter's wrap. */
 	qsort(all, n, sizeof(zkl_contender), zkl_cmp_contenders);
+	names = palloc(sizeof(char *) * Max(n, 1));
+	ours = palloc(sizeof(char *) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		names[i] = all[i].node;
 	for (int i = 0; i < n; i++)
 	{
 		zkl_contender *c = &all[i];
 		bool		is_zklock = c->is_zklock;
-		bool		held = zkl_contender_held(all, i);
+		bool		held = zkl_contender_held(all, n, i, names, ours);
 		Datum		values[8];
 		bool		nulls[8] = {0};
 
 		values[0] = Int32GetDatum(i + 1);
-		values[1] = CStringGetTextDatum(c->shared ? "shared" : "exclusive");
+		values[1] = CStringGetTextDatum(c->name.shared ? "shared" : "exclusive");
 		values[2] = CStringGetTextDatum(held ? "held" : "waiting");
 		/* Other clients may name their nodes in any UTF-8. */
 		values[3] = PointerGetDatum(zkl_text_for_reader(psprintf("%s/%s", dir, c->node),

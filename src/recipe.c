@@ -22,20 +22,8 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "lock_rule.h"
 #include "worker.h"
-
-/* Markers after which contenders carry their sequence number. */
-static const struct
-{
-	const char *marker;
-	bool		shared;
-}			zkl_markers[] = {
-	{"-lock-", false},			/* Curator InterProcessMutex, zklock */
-	{"__WRIT__", false},		/* Curator InterProcessReadWriteLock */
-	{"__READ__", true},
-	{"__lock__", false},		/* kazoo Lock and WriteLock */
-	{"__rlock__", true}			/* kazoo ReadLock */
-};
 
 /* The root's components were created (or found) by this worker. */
 static bool zkl_root_made = false;
@@ -105,44 +93,6 @@ typedef struct zkl_inspection
 	int		   *data_len;
 	bool	   *gone;			/* deleted between the listing and the read */
 } zkl_inspection;
-
-/*
- * Sequence number of a contender node, compared as a number: the uuid
- * prefixes differ, so whole names do not sort.  -1 when the child is not a
- * contender of any layout we know.  *shared tells a reader from a writer.
- */
-int64
-zkl_parse_contender(const char *child, bool *shared)
-{
-	const char *digits = NULL;
-	int64		seq = 0;
-
-	*shared = false;
-	for (size_t i = 0; i < lengthof(zkl_markers); i++)
-	{
-		const char *p = child;
-		const char *hit;
-
-		while ((hit = strstr(p, zkl_markers[i].marker)) != NULL)
-		{
-			p = hit + strlen(zkl_markers[i].marker);
-			if (digits == NULL || p > digits)
-			{
-				digits = p;
-				*shared = zkl_markers[i].shared;
-			}
-		}
-	}
-	if (digits == NULL || *digits == '\0')
-		return -1;
-	for (const char *p = digits; *p; p++)
-	{
-		if (*p < '0' || *p > '9' || seq > (PG_INT64_MAX - 9) / 10)
-			return -1;
-		seq = seq * 10 + (*p - '0');
-	}
-	return seq;
-}
 
 static char *
 zkl_child_path(zkl_slot *slot, const char *child)
@@ -552,69 +502,34 @@ static void
 zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 {
 	zkl_work   *work = &zkl_works[slotno];
-	bool		own_shared;
-	int64		own = zkl_parse_contender(slot->node, &own_shared);
 	char		sibling_node[ZKL_MAX_NODE_LEN];
-	const char *sibling = zkl_sibling_node(slot, sibling_node) ? sibling_node : NULL;
-	int64		sibling_seq = -1;
-	int64		pred_seq = -1;
-	const char *pred = NULL;
-	int			blockers = 0;
-	bool		found_self = false;
-	bool		deadlock = false;
+	const char *ours[1] = {NULL};
+	zkl_decision d;
+	const char *pred;
 	char	   *path;
 
-	if (sibling)
-	{
-		bool		sib_shared;
+	if (zkl_sibling_node(slot, sibling_node))
+		ours[0] = sibling_node;
+	d = zkl_decide((const char *const *) ev->children, ev->nchildren, slot->node, ours, 1);
 
-		sibling_seq = zkl_parse_contender(sibling, &sib_shared);
-		if (!sib_shared)
-			sibling_seq = -1;	/* only a held read can be waited behind */
-	}
-
-	for (int i = 0; i < ev->nchildren; i++)
+	switch (d.verdict)
 	{
-		bool		shared;
-		int64		seq = zkl_parse_contender(ev->children[i], &shared);
-
-		if (seq < 0)
-			continue;
-		if (strcmp(ev->children[i], slot->node) == 0)
-		{
-			found_self = true;
-			continue;
-		}
-		if (seq >= own || (sibling && strcmp(ev->children[i], sibling) == 0))
-			continue;
-		if (own_shared && shared)
-			continue;
-		/* A writer queued behind our own read waits for us, and we for it. */
-		if (!shared && sibling_seq >= 0 && seq > sibling_seq)
-			deadlock = true;
-		blockers++;
-		if (seq > pred_seq)
-		{
-			pred_seq = seq;
-			pred = ev->children[i];
-		}
-	}
-
-	if (!found_self)
-	{
-		/* Someone deleted our waiting node: queue again rather than wait on nothing. */
-		zkl_requeue(slotno, slot);
-		return;
-	}
-	if (blockers == 0)
-	{
-		zkl_grant(slotno, slot);
-		return;
-	}
-	if (deadlock && !slot->try_only)
-	{
-		zkl_fail_slot(slotno, ZKL_RC_DEADLOCK);
-		return;
+		case ZKL_VERDICT_ABSENT:
+			/* Someone deleted our waiting node: queue again rather than wait on nothing. */
+			zkl_requeue(slotno, slot);
+			return;
+		case ZKL_VERDICT_HELD:
+			zkl_grant(slotno, slot);
+			return;
+		case ZKL_VERDICT_DEADLOCK:
+			if (!slot->try_only)
+			{
+				zkl_fail_slot(slotno, ZKL_RC_DEADLOCK);
+				return;
+			}
+			break;
+		case ZKL_VERDICT_WAIT:
+			break;
 	}
 	if (slot->try_only)
 	{
@@ -625,6 +540,7 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 		zkl_send_delete(slotno, slot);
 		return;
 	}
+	pred = ev->children[d.watch];
 
 	/* From now on the request waits for another holder: its timeout runs. */
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
@@ -638,7 +554,7 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 	work->phase = ZKL_PH_WATCHING;
 	work->waited = true;
 	work->handoff = false;
-	work->pred_was_last = (blockers == 1);
+	work->pred_was_last = (d.blockers == 1);
 	strlcpy(work->pred, pred, sizeof(work->pred));
 	path = zkl_child_path(slot, pred);
 	/* getData, not exists: a vanished predecessor leaves no watch behind. */

@@ -217,9 +217,6 @@ extern void zkl_slot_clear(zkl_slot *slot);
 extern void zkl_wake_worker(void);
 extern void zkl_wake_backend(zkl_slot *slot);
 
-/* recipe.c, for backends too */
-extern int64 zkl_parse_contender(const char *child, bool *shared);
-
 /*
  * The reply to zk_lock_contenders, written by the worker into the
  * backend's dynamic shared memory segment: a header, then for each child

@@ -4,6 +4,7 @@
 # pg_regress and isolation suites (make installcheck) against a private
 # cluster and ZooKeeper, then the TAP tests in test/t.  Everything runs in a
 # temporary copy of the tree; every server started is stopped by pid at exit.
+# Unit tests of the pure code (test/unit) run after the build, before any server.
 # The last line printed is "N passed, N failed"; the exit status is non-zero
 # if anything failed.  ZKLOCK_KEEP_WORK=1 keeps the work directory even on
 # success (it is always kept on failure, for the logs).  ZKLOCK_TAP=PATTERN
@@ -91,6 +92,15 @@ if ! "${AS_USER[@]}" make -C "$TREE" PG_CONFIG="$PG_CONFIG" -j"$(nproc)" ||
 	finish
 	exit 1
 fi
+
+# Unit tests of the pure code (test/unit), without a server: TAP through
+# prove, counted like the TAP tests.
+say "unit tests"
+rc=0
+run_logged "$WORK/unit.log" bash -c 'make -s -C "$1/test/unit" lock_rule_test &&
+	cd "$1" && prove -v --exec "" test/unit/lock_rule_test' _ "$TREE" || rc=$?
+add_counts "$(count_prove "$WORK/unit.log" "$rc")"
+[ "$rc" -eq 0 ] || stage_failed unit
 
 # Which suites the extension's Makefile defines (REGRESS, ISOLATION).
 # shellcheck disable=SC2016 # $($*) is make syntax, not shell

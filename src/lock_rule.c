@@ -1,0 +1,194 @@
+/*-------------------------------------------------------------------------
+ *
+ * lock_rule.c
+ *		Who holds a lock, decided from the names of the lock directory's
+ *		children alone.  Plain C with no PostgreSQL, ZooKeeper or shared
+ *		memory: the worker (recipe.c) and zk_lock_contenders (contenders.c)
+ *		both call it, and test/unit proves it without a server.
+ *
+ * Each request is one sequential child of the directory.  ZooKeeper appends
+ * to its name the parent's child counter, a signed 32-bit number printed
+ * with %010d: 0000000041, and once the counter wraps, -2147483648 and up.
+ * The rule:
+ *
+ * - an exclusive request waits for every node ahead of it; a shared one
+ *   only for the exclusive nodes ahead of it, so a writer that asked first
+ *   is served before later readers;
+ * - the nodes of the request's own backend (its hold of the other mode)
+ *   are never waited for;
+ * - a request whose own read has a writer queued behind it, and that
+ *   would wait for that writer, waits for ever: a deadlock;
+ * - a waiter watches only the nearest node it waits for.
+ *
+ * "Ahead" is serial-number order (RFC 1982) on the 32-bit counter: a is
+ * ahead of b when b - a, computed modulo 2^32, is positive as a signed
+ * number.  That is right across the wrap as long as the live nodes of one
+ * directory span less than 2^31 creates, which they always do; plain
+ * integer order would put the newest node first after the wrap and grant
+ * it while the real holder still holds.
+ *
+ * Names are parsed strictly: the last marker of a layout zklock knows,
+ * then exactly the sequence ZooKeeper writes.  Anything else is not a
+ * contender and is ignored, never guessed at.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lock_rule.h"
+
+/* Markers after which contenders carry their sequence number. */
+static const struct
+{
+	const char *marker;
+	bool		shared;
+}			zkl_layouts[] = {
+	{"-lock-", false},			/* Curator InterProcessMutex, zklock */
+	{"__WRIT__", false},		/* Curator InterProcessReadWriteLock */
+	{"__READ__", true},
+	{"__lock__", false},		/* kazoo Lock and WriteLock */
+	{"__rlock__", true}			/* kazoo ReadLock */
+};
+
+/*
+ * The sequence ZooKeeper appends: "%010d" of a signed 32-bit number, so ten
+ * digits, or a minus sign and nine or ten digits.
+ */
+static bool
+zkl_seq_parse(const char *p, int32_t *seq)
+{
+	bool		negative = *p == '-';
+	size_t		ndigits;
+	int64_t		value = 0;
+
+	if (negative)
+		p++;
+	ndigits = strlen(p);
+	if (ndigits != 10 && !(negative && ndigits == 9))
+		return false;
+	for (; *p; p++)
+	{
+		if (*p < '0' || *p > '9')
+			return false;
+		value = value * 10 + (*p - '0');
+	}
+	if (negative)
+		value = -value;
+	if (value < INT32_MIN || value > INT32_MAX)
+		return false;
+	*seq = (int32_t) value;
+	return true;
+}
+
+/*
+ * Whether child is a contender of a layout zklock reads, and if so its
+ * sequence number and mode.  The last marker in the name counts: a uuid or
+ * a kazoo identifier before it may contain anything.
+ */
+bool
+zkl_contender_parse(const char *child, zkl_contender_name *out)
+{
+	const char *digits = NULL;
+	bool		shared = false;
+
+	for (size_t i = 0; i < sizeof(zkl_layouts) / sizeof(zkl_layouts[0]); i++)
+	{
+		const char *p = child;
+		const char *hit;
+
+		while ((hit = strstr(p, zkl_layouts[i].marker)) != NULL)
+		{
+			p = hit + strlen(zkl_layouts[i].marker);
+			if (digits == NULL || p > digits)
+			{
+				digits = p;
+				shared = zkl_layouts[i].shared;
+			}
+		}
+	}
+	if (digits == NULL || !zkl_seq_parse(digits, &out->seq))
+		return false;
+	out->shared = shared;
+	return true;
+}
+
+/* Serial-number order: negative when a is ahead of b, 0 when equal. */
+int
+zkl_seq_compare(int32_t a, int32_t b)
+{
+	int32_t		diff = (int32_t) ((uint32_t) a - (uint32_t) b);
+
+	return diff < 0 ? -1 : diff > 0 ? 1 : 0;
+}
+
+static bool
+zkl_is_ours(const char *child, const char *const *ours, int nours)
+{
+	for (int i = 0; i < nours; i++)
+		if (ours[i] != NULL && strcmp(child, ours[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The decision for the request whose node is own, given the directory's
+ * children and the other nodes of own's backend (ours, which it never
+ * waits for).  A try asks the same question: WAIT means "busy".
+ */
+zkl_decision
+zkl_decide(const char *const *children, int nchildren,
+		   const char *own, const char *const *ours, int nours)
+{
+	zkl_decision d = {ZKL_VERDICT_ABSENT, -1, 0};
+	zkl_contender_name me;
+	zkl_contender_name nearest = {0, false};
+	bool		found_self = false;
+	bool		deadlock = false;
+
+	if (!zkl_contender_parse(own, &me))
+		return d;
+
+	for (int i = 0; i < nchildren; i++)
+	{
+		zkl_contender_name c;
+
+		if (strcmp(children[i], own) == 0)
+		{
+			found_self = true;
+			continue;
+		}
+		if (!zkl_contender_parse(children[i], &c) ||
+			zkl_seq_compare(c.seq, me.seq) >= 0 ||
+			zkl_is_ours(children[i], ours, nours) ||
+			(me.shared && c.shared))
+			continue;
+
+		/* A writer queued behind a read of ours waits for us, and we for it. */
+		if (!c.shared)
+			for (int j = 0; j < nours && !deadlock; j++)
+			{
+				zkl_contender_name r;
+
+				deadlock = ours[j] != NULL && zkl_contender_parse(ours[j], &r) &&
+					r.shared && zkl_seq_compare(r.seq, c.seq) < 0;
+			}
+
+		d.blockers++;
+		if (d.watch < 0 || zkl_seq_compare(c.seq, nearest.seq) > 0)
+		{
+			d.watch = i;
+			nearest = c;
+		}
+	}
+
+	if (!found_self)
+	{
+		d.watch = -1;
+		d.blockers = 0;
+		return d;
+	}
+	d.verdict = d.blockers == 0 ? ZKL_VERDICT_HELD :
+		deadlock ? ZKL_VERDICT_DEADLOCK : ZKL_VERDICT_WAIT;
+	return d;
+}

@@ -1,0 +1,44 @@
+/*-------------------------------------------------------------------------
+ *
+ * lock_rule.h
+ *		The rule of who holds a lock, as one pure function (lock_rule.c):
+ *		plain C, no PostgreSQL, ZooKeeper or shared memory, so that it is
+ *		proven by unit tests without a server (test/unit).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZKLOCK_LOCK_RULE_H
+#define ZKLOCK_LOCK_RULE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What one child of a lock directory is, read from its name. */
+typedef struct zkl_contender_name
+{
+	int32_t		seq;			/* ZooKeeper's sequence number (may be negative) */
+	bool		shared;			/* a reader; else exclusive */
+} zkl_contender_name;
+
+/* What a request is to do, given the directory. */
+typedef enum zkl_verdict
+{
+	ZKL_VERDICT_HELD,			/* nothing it waits for is ahead of it */
+	ZKL_VERDICT_WAIT,			/* watch the node at watch */
+	ZKL_VERDICT_DEADLOCK,		/* ahead is a writer that waits for our own read */
+	ZKL_VERDICT_ABSENT			/* our node is not in the listing (deleted) */
+} zkl_verdict;
+
+typedef struct zkl_decision
+{
+	zkl_verdict verdict;
+	int			watch;			/* WAIT, DEADLOCK: index of the nearest node ahead */
+	int			blockers;		/* how many nodes ahead it waits for */
+} zkl_decision;
+
+extern bool zkl_contender_parse(const char *child, zkl_contender_name *out);
+extern int	zkl_seq_compare(int32_t a, int32_t b);
+extern zkl_decision zkl_decide(const char *const *children, int nchildren,
+							   const char *own, const char *const *ours, int nours);
+
+#endif							/* ZKLOCK_LOCK_RULE_H */

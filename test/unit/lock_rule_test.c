@@ -1,0 +1,327 @@
+/*-------------------------------------------------------------------------
+ *
+ * lock_rule_test.c
+ *		Unit tests of the lock rule (src/lock_rule.c), without ZooKeeper or
+ *		PostgreSQL: name parsing of every layout zklock reads, serial-number
+ *		order across the counter's wrap, and the decision (held, the node to
+ *		watch, deadlock, absent) for shared and exclusive queues, a
+ *		backend's own other node, mixed layouts, malformed and duplicate
+ *		names.  Prints TAP; exits non-zero when a test fails.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lock_rule.h"
+
+static int	tests = 0;
+static int	failures = 0;
+
+static void
+check(int ok, const char *what)
+{
+	tests++;
+	if (!ok)
+		failures++;
+	printf("%sok %d - %s\n", ok ? "" : "not ", tests, what);
+}
+
+/* ---- names ---- */
+
+static void
+check_parse(const char *name, int valid, int32_t seq, int shared)
+{
+	zkl_contender_name c = {0, false};
+	int			got = zkl_contender_parse(name, &c);
+	char		what[256];
+
+	if (valid)
+		snprintf(what, sizeof(what), "parse %s: seq %d, %s", name, (int) seq,
+				 shared ? "shared" : "exclusive");
+	else
+		snprintf(what, sizeof(what), "parse %s: not a contender", name);
+	check(valid ? (got && c.seq == seq && c.shared == (shared != 0)) : !got, what);
+}
+
+static void
+test_names(void)
+{
+	/* Every layout zklock reads. */
+	check_parse("_c_0f1e2d3c-4b5a-4969-8877-665544332211-lock-0000000001", 1, 1, 0);
+	check_parse("_c_0f1e2d3c-4b5a-4969-8877-665544332211-__WRIT__0000000002", 1, 2, 0);
+	check_parse("_c_0f1e2d3c-4b5a-4969-8877-665544332211-__READ__0000000003", 1, 3, 1);
+	check_parse("4f1b2a7c9d8e4c3ba1b2c3d4e5f60718__lock__0000000004", 1, 4, 0);
+	check_parse("4f1b2a7c9d8e4c3ba1b2c3d4e5f60718__rlock__0000000005", 1, 5, 1);
+	check_parse("_c_x-lock-2147483647", 1, 2147483647, 0);
+	/* After the wrap ZooKeeper prints %010d of a negative number. */
+	check_parse("_c_x-lock--2147483648", 1, INT32_MIN, 0);
+	check_parse("_c_x-__READ__-2147483647", 1, -2147483647, 1);
+	check_parse("_c_x-lock--000000001", 1, -1, 0);
+	/* The last marker counts: what comes before it may contain anything. */
+	check_parse("_c_a-lock-b__READ__0000000007", 1, 7, 1);
+	check_parse("id__rlock__x-lock-0000000008", 1, 8, 0);
+	check_parse("_c_a-lock-0000000001-lock-0000000009", 1, 9, 0);
+
+	/* Not contenders: refused, not guessed at. */
+	check_parse("", 0, 0, 0);
+	check_parse("readme", 0, 0, 0);
+	check_parse("lock-0000000001", 0, 0, 0);
+	check_parse("_c_x-lock-", 0, 0, 0);
+	check_parse("_c_x-lock-123", 0, 0, 0);
+	check_parse("_c_x-lock-00000000012", 0, 0, 0);
+	check_parse("_c_x-lock-000000001a", 0, 0, 0);
+	check_parse("_c_x-lock-+000000001", 0, 0, 0);
+	check_parse("_c_x-lock- 000000001", 0, 0, 0);
+	check_parse("_c_x-lock-2147483648", 0, 0, 0);
+	check_parse("_c_x-lock--2147483649", 0, 0, 0);
+	check_parse("_c_x-lock--12345678", 0, 0, 0);
+	check_parse("_c_x-lock-0000000001x", 0, 0, 0);
+	check_parse("_c_x-LOCK-0000000001", 0, 0, 0);
+}
+
+/* ---- serial-number order ---- */
+
+static void
+test_order(void)
+{
+	check(zkl_seq_compare(1, 2) < 0, "order: 1 is ahead of 2");
+	check(zkl_seq_compare(2, 1) > 0, "order: 2 is behind 1");
+	check(zkl_seq_compare(7, 7) == 0, "order: 7 is 7");
+	check(zkl_seq_compare(2147483646, 2147483647) < 0, "order: 2147483646 is ahead of 2147483647");
+	check(zkl_seq_compare(2147483647, INT32_MIN) < 0, "order: 2147483647 is ahead of -2147483648 (the wrap)");
+	check(zkl_seq_compare(INT32_MIN, 2147483647) > 0, "order: -2147483648 is behind 2147483647");
+	check(zkl_seq_compare(INT32_MIN, -2147483647) < 0, "order: -2147483648 is ahead of -2147483647");
+	check(zkl_seq_compare(2147483646, -2147483647) < 0, "order: 2147483646 is ahead of -2147483647");
+	check(zkl_seq_compare(-1, 0) < 0, "order: -1 is ahead of 0");
+	check(zkl_seq_compare(-5, 5) < 0, "order: -5 is ahead of 5");
+}
+
+/* ---- the decision ---- */
+
+static void
+check_decision(const char *what, const char *const *children, int n, const char *own,
+			   const char *const *ours, int nours, zkl_verdict verdict, const char *watch,
+			   int blockers)
+{
+	zkl_decision d = zkl_decide(children, n, own, ours, nours);
+	int			ok = d.verdict == verdict && d.blockers == blockers;
+
+	if (verdict == ZKL_VERDICT_WAIT || verdict == ZKL_VERDICT_DEADLOCK)
+		ok = ok && d.watch >= 0 && d.watch < n && strcmp(children[d.watch], watch) == 0;
+	else
+		ok = ok && d.watch == -1;
+	if (!ok)
+		printf("# %s: got verdict %d, watch %s, blockers %d\n", what, (int) d.verdict,
+			   d.watch >= 0 && d.watch < n ? children[d.watch] : "-", d.blockers);
+	check(ok, what);
+}
+
+#define N(a) ((int) (sizeof(a) / sizeof((a)[0])))
+
+static void
+test_queues(void)
+{
+	const char *alone[] = {"_c_me-lock-0000000001"};
+	const char *two[] = {"_c_me-lock-0000000002", "_c_a-lock-0000000001"};
+	const char *three[] = {"_c_b-lock-0000000002", "_c_me-lock-0000000003", "_c_a-lock-0000000001"};
+	const char *readers[] = {"_c_a-__READ__0000000001", "_c_me-__READ__0000000002"};
+	const char *rw[] = {"_c_w-__WRIT__0000000001", "_c_me-__READ__0000000002"};
+	const char *rwr[] = {"_c_r1-__READ__0000000001", "_c_w-__WRIT__0000000002",
+	"_c_r2-__READ__0000000003", "_c_me-__READ__0000000004"};
+	const char *rrw[] = {"_c_r1-__READ__0000000001", "_c_r2-__READ__0000000002",
+	"_c_me-__WRIT__0000000003"};
+	const char *later[] = {"_c_me-lock-0000000005", "_c_a-lock-0000000006", "_c_b-__READ__0000000007"};
+
+	check_decision("queue: alone, held", alone, N(alone), alone[0], NULL, 0, ZKL_VERDICT_HELD, NULL, 0);
+	check_decision("queue: behind one writer, watch it", two, N(two), two[0], NULL, 0,
+				   ZKL_VERDICT_WAIT, two[1], 1);
+	check_decision("queue: behind two writers, watch the nearest", three, N(three), three[1], NULL, 0,
+				   ZKL_VERDICT_WAIT, three[0], 2);
+	check_decision("queue: the first of three holds", three, N(three), three[2], NULL, 0,
+				   ZKL_VERDICT_HELD, NULL, 0);
+	check_decision("shared: readers share", readers, N(readers), readers[1], NULL, 0,
+				   ZKL_VERDICT_HELD, NULL, 0);
+	check_decision("shared: a reader waits for a writer ahead", rw, N(rw), rw[1], NULL, 0,
+				   ZKL_VERDICT_WAIT, rw[0], 1);
+	check_decision("shared: a reader waits for the writer between readers", rwr, N(rwr), rwr[3], NULL, 0,
+				   ZKL_VERDICT_WAIT, rwr[1], 1);
+	check_decision("shared: the reader behind a waiting writer waits too", rwr, N(rwr), rwr[2], NULL, 0,
+				   ZKL_VERDICT_WAIT, rwr[1], 1);
+	check_decision("shared: the writer waits for every reader ahead", rrw, N(rrw), rrw[2], NULL, 0,
+				   ZKL_VERDICT_WAIT, rrw[1], 2);
+	check_decision("queue: nodes behind do not count", later, N(later), later[0], NULL, 0,
+				   ZKL_VERDICT_HELD, NULL, 0);
+}
+
+static void
+test_own_nodes(void)
+{
+	const char *read_then_write[] = {"_c_me-__READ__0000000001", "_c_me2-lock-0000000002"};
+	const char *write_then_read[] = {"_c_me-lock-0000000001", "_c_me2-__READ__0000000002"};
+	const char *upgrade[] = {"_c_me-__READ__0000000001", "_c_w-lock-0000000002", "_c_me2-lock-0000000003"};
+	const char *writer_first[] = {"_c_w-lock-0000000001", "_c_me-__READ__0000000002", "_c_me2-lock-0000000003"};
+	const char *two_readers[] = {"_c_r-__READ__0000000001", "_c_me-__READ__0000000002",
+	"_c_w-lock-0000000003", "_c_me2-lock-0000000004"};
+
+	check_decision("own: our own read ahead is not waited for", read_then_write, N(read_then_write),
+				   read_then_write[1], &read_then_write[0], 1, ZKL_VERDICT_HELD, NULL, 0);
+	check_decision("own: without it, the same read blocks", read_then_write, N(read_then_write),
+				   read_then_write[1], NULL, 0, ZKL_VERDICT_WAIT, read_then_write[0], 1);
+	check_decision("own: our own write ahead is not waited for", write_then_read, N(write_then_read),
+				   write_then_read[1], &write_then_read[0], 1, ZKL_VERDICT_HELD, NULL, 0);
+	check_decision("deadlock: a writer queued behind our read, and we behind it", upgrade, N(upgrade),
+				   upgrade[2], &upgrade[0], 1, ZKL_VERDICT_DEADLOCK, upgrade[1], 1);
+	check_decision("deadlock: none when the writer came before our read", writer_first, N(writer_first),
+				   writer_first[2], &writer_first[1], 1, ZKL_VERDICT_WAIT, writer_first[0], 1);
+	check_decision("deadlock: another reader ahead does not change it", two_readers, N(two_readers),
+				   two_readers[3], &two_readers[1], 1, ZKL_VERDICT_DEADLOCK, two_readers[2], 2);
+	check_decision("deadlock: a NULL among our nodes is ignored", upgrade, N(upgrade), upgrade[2],
+				   (const char *const[]) {NULL}, 1, ZKL_VERDICT_WAIT, upgrade[1], 2);
+}
+
+static void
+test_layouts(void)
+{
+	const char *kazoo_first[] = {"k1__lock__0000000001", "_c_me-lock-0000000002"};
+	const char *curator_rw[] = {"_c_c-__WRIT__0000000001", "_c_me-lock-0000000002"};
+	const char *mixed_readers[] = {"k__rlock__0000000001", "_c_c-__READ__0000000002",
+	"_c_me-__READ__0000000003"};
+	const char *mixed[] = {"k__rlock__0000000001", "_c_c-__READ__0000000002", "k2__lock__0000000003",
+	"_c_me-__READ__0000000004"};
+
+	check_decision("layouts: a kazoo lock ahead blocks a zklock writer", kazoo_first, N(kazoo_first),
+				   kazoo_first[1], NULL, 0, ZKL_VERDICT_WAIT, kazoo_first[0], 1);
+	check_decision("layouts: a Curator writer ahead blocks a mutex request", curator_rw, N(curator_rw),
+				   curator_rw[1], NULL, 0, ZKL_VERDICT_WAIT, curator_rw[0], 1);
+	check_decision("layouts: kazoo and Curator readers share with ours", mixed_readers, N(mixed_readers),
+				   mixed_readers[2], NULL, 0, ZKL_VERDICT_HELD, NULL, 0);
+	check_decision("layouts: a kazoo writer between readers blocks ours", mixed, N(mixed), mixed[3],
+				   NULL, 0, ZKL_VERDICT_WAIT, mixed[2], 1);
+}
+
+static void
+test_odd_listings(void)
+{
+	const char *malformed[] = {"readme", "_c_x-lock-12", "_c_y-lock-000000001a", "lock-0000000001",
+	"_c_me-lock-0000000005"};
+	const char *dup_blocker[] = {"_c_a-lock-0000000001", "_c_a-lock-0000000001", "_c_me-lock-0000000002"};
+	const char *dup_self[] = {"_c_me-lock-0000000002", "_c_me-lock-0000000002"};
+	const char *gone[] = {"_c_a-lock-0000000001", "_c_b-lock-0000000003"};
+	const char *same_seq[] = {"_c_odd-lock-0000000002", "_c_me-lock-0000000002"};
+	const char *bad_self[] = {"_c_me-lock-12"};
+
+	check_decision("odd: names that are not contenders are ignored", malformed, N(malformed),
+				   malformed[4], NULL, 0, ZKL_VERDICT_HELD, NULL, 0);
+	check_decision("odd: a name listed twice counts twice", dup_blocker, N(dup_blocker), dup_blocker[2],
+				   NULL, 0, ZKL_VERDICT_WAIT, dup_blocker[0], 2);
+	check_decision("odd: our node listed twice is ours", dup_self, N(dup_self), dup_self[0], NULL, 0,
+				   ZKL_VERDICT_HELD, NULL, 0);
+	check_decision("odd: our node missing from the listing", gone, N(gone), "_c_me-lock-0000000002",
+				   NULL, 0, ZKL_VERDICT_ABSENT, NULL, 0);
+	check_decision("odd: an empty listing", NULL, 0, "_c_me-lock-0000000002", NULL, 0,
+				   ZKL_VERDICT_ABSENT, NULL, 0);
+	check_decision("odd: our own name not a contender", bad_self, N(bad_self), bad_self[0], NULL, 0,
+				   ZKL_VERDICT_ABSENT, NULL, 0);
+	check_decision("odd: another node with our sequence number is not ahead", same_seq, N(same_seq),
+				   same_seq[1], NULL, 0, ZKL_VERDICT_HELD, NULL, 0);
+}
+
+/* ---- the wrap, in every order ---- */
+
+static void
+test_wrap(void)
+{
+	/* A directory that was never empty, across the counter's wrap. */
+	const char *nodes[] = {
+		"_c_a-lock-2147483646",
+		"_c_b-__READ__2147483647",
+		"k__lock__-2147483648",
+		"_c_d-lock--2147483647",
+	};
+	/* What each, in that order, waits for: index watched, blockers. */
+	const int	watch[] = {-1, 0, 1, 2};
+	const int	blockers[] = {0, 1, 2, 3};
+	int			perm[4] = {0, 1, 2, 3};
+	int			all_ok = 1;
+	int			orders = 0;
+	char		what[128];
+
+	/* All 24 orders of the listing (Heap's algorithm). */
+	int			c[4] = {0, 0, 0, 0};
+	int			i = 0;
+
+	for (;;)
+	{
+		const char *listing[4];
+
+		for (int k = 0; k < 4; k++)
+			listing[k] = nodes[perm[k]];
+		for (int own = 0; own < 4; own++)
+		{
+			zkl_decision d = zkl_decide(listing, 4, nodes[own], NULL, 0);
+			int			ok;
+
+			if (watch[own] < 0)
+				ok = d.verdict == ZKL_VERDICT_HELD && d.blockers == 0;
+			else
+				ok = d.verdict == ZKL_VERDICT_WAIT && d.blockers == blockers[own] &&
+					strcmp(listing[d.watch], nodes[watch[own]]) == 0;
+			if (!ok && all_ok)
+				printf("# wrap: order %d %d %d %d, own %s: verdict %d, watch %s, blockers %d\n",
+					   perm[0], perm[1], perm[2], perm[3], nodes[own], (int) d.verdict,
+					   d.watch >= 0 ? listing[d.watch] : "-", d.blockers);
+			all_ok = all_ok && ok;
+		}
+		orders++;
+
+		/* next permutation */
+		while (i < 4 && c[i] >= i)
+		{
+			c[i] = 0;
+			i++;
+		}
+		if (i >= 4)
+			break;
+		{
+			int			a = i % 2 == 0 ? 0 : c[i];
+			int			t = perm[a];
+
+			perm[a] = perm[i];
+			perm[i] = t;
+		}
+		c[i]++;
+		i = 0;
+	}
+	snprintf(what, sizeof(what),
+			 "wrap: 2147483646, 2147483647, -2147483648, -2147483647 queue in that order, in all %d listing orders",
+			 orders);
+	check(all_ok && orders == 24, what);
+
+	/* The newest node after the wrap is not granted while the holder holds. */
+	{
+		const char *holder_and_newest[] = {"_c_new-lock--2147483648", "_c_old-lock-2147483647"};
+
+		check_decision("wrap: the node after the wrap waits for the one before it", holder_and_newest, 2,
+					   holder_and_newest[0], NULL, 0, ZKL_VERDICT_WAIT, holder_and_newest[1], 1);
+		check_decision("wrap: the node before the wrap holds", holder_and_newest, 2, holder_and_newest[1],
+					   NULL, 0, ZKL_VERDICT_HELD, NULL, 0);
+	}
+}
+
+int
+main(void)
+{
+	test_names();
+	test_order();
+	test_queues();
+	test_own_nodes();
+	test_layouts();
+	test_odd_listings();
+	test_wrap();
+	printf("1..%d\n", tests);
+	if (failures)
+		printf("# %d of %d tests failed\n", failures, tests);
+	return failures ? 1 : 0;
+}
