@@ -30,3 +30,44 @@ $(OBJS): $(wildcard $(srcdir)/src/*.h)
 bench:
 	bash bench/run.sh
 .PHONY: bench
+
+# PostgreSQL's own habits: `make indent` formats the C sources as pgindent
+# formats PostgreSQL's (pg_bsd_indent with pgindent's options and
+# src/typedefs.list, which `make typedefs` renews from the debug information
+# of the build, as PostgreSQL's find_typedef does); `make check-static`
+# fails when a source is not so formatted, when a -Wall -Wextra build warns,
+# or when cppcheck finds something.  run_all.sh runs check-static.
+PG_BSD_INDENT ?= pg_bsd_indent
+PGINDENT_OPTS = -bad -bap -bbb -bc -bl -cli1 -cp33 -cdb -nce -d0 -di12 -nfc1 -i4 -l79 \
+	-lp -lpl -nip -npro -sac -tpg -ts4
+INDENT_FILES = $(wildcard $(srcdir)/src/*.c $(srcdir)/src/*.h $(srcdir)/test/unit/*.c \
+	$(srcdir)/test/tools/*.c $(srcdir)/bench/*.c)
+
+indent:
+	@for f in $(INDENT_FILES); do \
+		$(PG_BSD_INDENT) $(PGINDENT_OPTS) -U$(srcdir)/src/typedefs.list "$$f" "$$f.indent" && \
+		if cmp -s "$$f" "$$f.indent"; then rm -f "$$f.indent"; \
+		else mv "$$f.indent" "$$f"; echo "indented $$f"; fi || exit 1; \
+	done
+
+typedefs: all
+	{ objdump -W $(shlib) | awk '/DW_TAG_typedef/ { t = 1 } t && /DW_AT_name/ { print $$NF; t = 0 }'; \
+	  sed -n 's/^} *\([A-Za-z_][A-Za-z0-9_]*\);/\1/p' $(INDENT_FILES); } | \
+	  LC_ALL=C sort -u > $(srcdir)/src/typedefs.list
+
+check-static:
+	@status=0; \
+	for f in $(INDENT_FILES); do \
+		$(PG_BSD_INDENT) $(PGINDENT_OPTS) -U$(srcdir)/src/typedefs.list "$$f" /dev/stdout 2>&1 | \
+			diff -u "$$f" - >/dev/null || { echo "not indented (run make indent): $$f"; status=1; }; \
+	done; \
+	$(MAKE) -s clean && \
+	$(MAKE) -s COPT='-Wall -Wextra -Wno-unused-parameter -Werror' all >/dev/null || { echo "the -Wall -Wextra build warns"; status=1; }; \
+	$(MAKE) -s -C $(srcdir)/test/unit lock_rule_test || status=1; \
+	cppcheck --quiet --error-exitcode=1 --std=c99 --enable=warning,performance,portability \
+		--suppress='*:/usr/include/*' --suppress=toomanyconfigs \
+		-I$(srcdir)/src -I$(shell $(PG_CONFIG) --includedir-server) \
+		$(srcdir)/src/*.c $(srcdir)/test/unit/*.c || { echo "cppcheck found something"; status=1; }; \
+	exit $$status
+
+.PHONY: indent typedefs check-static

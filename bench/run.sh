@@ -44,11 +44,13 @@ bash "$TOP/test/install-deps.sh"
 WORK=$(make_workdir zklock-bench)
 echo "work directory: $WORK"
 
-# The installed extension is used as it is unless the sources are newer.
+# The installed extension is used as it is unless the sources (not build
+# products, which a build after the install leaves newer) are newer.
 PKGLIB=$("$PG_CONFIG" --pkglibdir)
 SHAREDIR=$("$PG_CONFIG" --sharedir)
 if [ ! -f "$PKGLIB/zklock.so" ] || [ ! -f "$SHAREDIR/extension/zklock--1.0.sql" ] ||
 	[ -n "$(find "$TOP/src" "$TOP/zklock--1.0.sql" "$TOP/zklock.control" \
+		\( -name '*.[ch]' -o -name '*.sql' -o -name '*.control' \) \
 		-newer "$PKGLIB/zklock.so" -print -quit)" ]; then
 	say "build and install zklock"
 	if [ ${#AS_ROOT[@]} -gt 0 ] && ! command -v sudo >/dev/null; then

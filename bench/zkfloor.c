@@ -259,7 +259,10 @@ main(int argc, char **argv)
 		pthread_barrier_init(&barrier, NULL, nthreads + 1);
 		for (int i = 0; i < nthreads; i++)
 		{
-			args[i] = (worker_arg) {i, warmup, seconds, &barrier, 0};
+			args[i] = (worker_arg)
+			{
+				i, warmup, seconds, &barrier, 0
+			};
 			pthread_create(&th[i], NULL, thread_main, &args[i]);
 		}
 		pthread_barrier_wait(&barrier);

@@ -66,7 +66,7 @@ static zkl_xact_hold *zkl_xact_holds = NULL;
 static int	zkl_n_xact_holds = 0;
 static int	zkl_max_xact_holds = 0;
 static bool zkl_exit_registered = false;
-static bool zkl_commit_waiting = false;	/* our slots say commit_waiting */
+static bool zkl_commit_waiting = false; /* our slots say commit_waiting */
 
 /* The request this backend is waiting for, if any. */
 static int	zkl_wait_slotno = -1;
@@ -93,7 +93,7 @@ zkl_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 	bool		discard_all = IsA(parsetree, DiscardStmt) &&
-		((DiscardStmt *) parsetree)->target == DISCARD_ALL;
+	((DiscardStmt *) parsetree)->target == DISCARD_ALL;
 
 	if (prev_process_utility)
 		prev_process_utility(pstmt, queryString, readOnlyTree, context, params,
@@ -641,9 +641,9 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 		 * The timeout is for waiting: it ends the request when ZooKeeper is
 		 * out of reach, or once the worker found another holder ahead of it.
 		 * Before ZooKeeper's first answer nothing is known to be in the way
-		 * (a free lock takes one round trip), so that answer is waited for
-		 * as long as the session is proven alive; a frozen worker or a
-		 * silent server ends the request when the proof runs out.
+		 * (a free lock takes one round trip), so that answer is waited for as
+		 * long as the session is proven alive; a frozen worker or a silent
+		 * server ends the request when the proof runs out.
 		 */
 		now = GetCurrentTimestamp();
 		proof_until = 0;
@@ -703,7 +703,10 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 		CHECK_FOR_INTERRUPTS();
 	}
 
-	/* Known to the local table before it stops being the wait: no gap to leak it. */
+	/*
+	 * Known to the local table before it stops being the wait: no gap to leak
+	 * it.
+	 */
 	lock = hash_search(zkl_locks, key, HASH_ENTER, &found);
 	lock->slotno = slotno;
 	lock->generation = generation;

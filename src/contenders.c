@@ -35,8 +35,9 @@ typedef struct zkl_contender
 	int			data_len;
 	bool		is_zklock;		/* the data is zklock's description */
 	Datum		holder;			/* zklock's JSON as jsonb, or 0 */
-	char	   *owner;			/* "<system identifier>:<host>:<port>:<pid>" of a
-								 * zklock node; a standby shares the identifier */
+	char	   *owner;			/* "<system identifier>:<host>:<port>:<pid>"
+								 * of a zklock node; a standby shares the
+								 * identifier */
 } zkl_contender;
 
 static int

@@ -44,7 +44,7 @@ zkl_append_percent(StringInfo buf, unsigned char c)
 }
 
 /* Validate a lock name and return its encoded form (palloc'd). */
-char *
+char	   *
 zkl_encode_name(const char *name, int len)
 {
 	StringInfoData buf;
@@ -73,7 +73,7 @@ zkl_encode_name(const char *name, int len)
 }
 
 /* The absolute path of the directory holding the contenders for a name. */
-char *
+char	   *
 zkl_lock_dir(const char *name, int len)
 {
 	char	   *encoded = zkl_encode_name(name, len);
@@ -88,7 +88,7 @@ zkl_lock_dir(const char *name, int len)
  * as they are when they are ASCII, or valid here and of this database's
  * encoding; otherwise each non-ASCII byte and each '%' as %XX.
  */
-text *
+text	   *
 zkl_text_for_reader(const char *bytes, int len, int src_encoding)
 {
 	bool		ascii = true;

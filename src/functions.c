@@ -59,7 +59,7 @@ zkl_interval_ms(const Interval *iv, int64 *ms)
 {
 #ifdef HAVE_INT128
 	int128		us = (int128) iv->time + (int128) iv->day * USECS_PER_DAY +
-		(int128) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
+	(int128) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
 
 	if (us < 0)
 		return false;
@@ -68,7 +68,7 @@ zkl_interval_ms(const Interval *iv, int64 *ms)
 	return true;
 #else
 	long double us = (long double) iv->time + (long double) iv->day * USECS_PER_DAY +
-		(long double) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
+	(long double) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
 
 	if (us < 0)
 		return false;
@@ -343,7 +343,11 @@ zk_locks(PG_FUNCTION_ARGS)
 			continue;
 		values[0] = Int32GetDatum(slot->pid);
 		values[1] = ObjectIdGetDatum(slot->dbid);
-		/* A name of a database of another encoding may not be valid text here. */
+
+		/*
+		 * A name of a database of another encoding may not be valid text
+		 * here.
+		 */
 		values[2] = PointerGetDatum(zkl_text_for_reader(slot->name, strlen(slot->name), slot->encoding));
 		values[3] = CStringGetTextDatum(slot->kind == ZKL_NODE_READ ? "shared" : "exclusive");
 		values[4] = CStringGetTextDatum(zkl_scope_name(slot));

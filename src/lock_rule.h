@@ -16,7 +16,8 @@
 /* What one child of a lock directory is, read from its name. */
 typedef struct zkl_contender_name
 {
-	int32_t		seq;			/* ZooKeeper's sequence number (may be negative) */
+	int32_t		seq;			/* ZooKeeper's sequence number (may be
+								 * negative) */
 	bool		shared;			/* a reader; else exclusive */
 } zkl_contender_name;
 
@@ -25,14 +26,16 @@ typedef enum zkl_verdict
 {
 	ZKL_VERDICT_HELD,			/* nothing it waits for is ahead of it */
 	ZKL_VERDICT_WAIT,			/* watch the node at watch */
-	ZKL_VERDICT_DEADLOCK,		/* ahead is a writer that waits for our own read */
+	ZKL_VERDICT_DEADLOCK,		/* ahead is a writer that waits for our own
+								 * read */
 	ZKL_VERDICT_ABSENT			/* our node is not in the listing (deleted) */
 } zkl_verdict;
 
 typedef struct zkl_decision
 {
 	zkl_verdict verdict;
-	int			watch;			/* WAIT, DEADLOCK: index of the nearest node ahead */
+	int			watch;			/* WAIT, DEADLOCK: index of the nearest node
+								 * ahead */
 	int			blockers;		/* how many nodes ahead it waits for */
 } zkl_decision;
 

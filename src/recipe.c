@@ -303,8 +303,8 @@ zkl_send_create(int slotno, zkl_slot *slot, bool with_parents)
 		char	   *path = pstrdup(slot->dir);
 
 		/*
-		 * The root's components persist; they are shared by every lock.
-		 * Once one lock's parents were made, only a later attempt (the root
+		 * The root's components persist; they are shared by every lock. Once
+		 * one lock's parents were made, only a later attempt (the root
 		 * deleted under us) makes them again.
 		 */
 		for (char *p = strchr(path + 1, '/'); p && (!zkl_root_made || zkl_works[slotno].parent_attempts > 1);
@@ -397,7 +397,11 @@ zkl_release(int slotno, zkl_slot *slot, zkl_slot_state state)
 	switch (work->phase)
 	{
 		case ZKL_PH_IDLE:
-			/* Never sent, or already failed/lost: nothing exists in ZooKeeper. */
+
+			/*
+			 * Never sent, or already failed/lost: nothing exists in
+			 * ZooKeeper.
+			 */
 			if (state == ZKL_SLOT_RELEASING)
 				zkl_free_slot(slotno);
 			return true;
@@ -515,7 +519,11 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 	switch (d.verdict)
 	{
 		case ZKL_VERDICT_ABSENT:
-			/* Someone deleted our waiting node: queue again rather than wait on nothing. */
+
+			/*
+			 * Someone deleted our waiting node: queue again rather than wait
+			 * on nothing.
+			 */
 			zkl_requeue(slotno, slot);
 			return;
 		case ZKL_VERDICT_HELD:
@@ -943,7 +951,10 @@ zkl_handle_event(zkl_event *ev)
 				break;
 			if (ev->rc != ZOK && ev->rc != ZNONODE && !zkl_connection_trouble(slotno, ev->rc))
 			{
-				/* Nothing more to try: the ephemeral node lasts until the session ends. */
+				/*
+				 * Nothing more to try: the ephemeral node lasts until the
+				 * session ends.
+				 */
 				ereport(LOG,
 						(errmsg("zklock could not delete ZooKeeper node \"%s/%s\": %s",
 								slot->dir, slot->node, zerror(ev->rc))));
@@ -956,7 +967,10 @@ zkl_handle_event(zkl_event *ev)
 
 				if (fail_rc != 0)
 				{
-					/* The node of a failed request is gone: now report the failure. */
+					/*
+					 * The node of a failed request is gone: now report the
+					 * failure.
+					 */
 					work->fail_rc = 0;
 					LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 					slot->node[0] = '\0';

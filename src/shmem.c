@@ -68,7 +68,11 @@ zkl_shmem_startup(void)
 		}
 		zkl_shared->free_head = 0;
 	}
-	/* The queue follows the slots; pointers differ per process only on EXEC_BACKEND. */
+
+	/*
+	 * The queue follows the slots; pointers differ per process only on
+	 * EXEC_BACKEND.
+	 */
 	zkl_shared->queue = (int *) &zkl_shared->slots[zkl_shared->nslots];
 	LWLockRelease(AddinShmemInitLock);
 }

@@ -238,7 +238,7 @@ const void *
 zkl_ctx(zkl_event_kind kind, int slotno)
 {
 	uint64		ctx = ((uint64) zkl_works[slotno].opgen << 32) |
-		((uint64) kind << 24) | (uint64) slotno;
+	((uint64) kind << 24) | (uint64) slotno;
 
 	return (const void *) (uintptr_t) ctx;
 }
@@ -281,7 +281,11 @@ zkl_close_session(void)
 {
 	if (zkl_zh == NULL)
 		return;
-	/* Closing runs outstanding completions (ZCLOSING); they are drained later. */
+
+	/*
+	 * Closing runs outstanding completions (ZCLOSING); they are drained
+	 * later.
+	 */
 	zookeeper_close(zkl_zh);
 	zkl_zh = NULL;
 }
@@ -311,7 +315,10 @@ zkl_open_session(void)
 	memcpy(cid.passwd, zkl_shared->session_passwd, sizeof(cid.passwd));
 	LWLockRelease(zkl_shared->lock);
 
-	/* Shared memory is new: a session left by a crashed incarnation is closed first. */
+	/*
+	 * Shared memory is new: a session left by a crashed incarnation is closed
+	 * first.
+	 */
 	if (!reattach && zkl_session_file_load(&cid.client_id, cid.passwd))
 	{
 		zkl_closing_previous = true;
@@ -386,9 +393,10 @@ zkl_set_session_state(zkl_session_state state)
 		zkl_shared->session_id = 0;
 		zkl_shared->server[0] = '\0';
 	}
+
 	/*
-	 * Waiting backends re-check their deadlines against the new state; a
-	 * rare event, so a pass over the used slots is fine here.
+	 * Waiting backends re-check their deadlines against the new state; a rare
+	 * event, so a pass over the used slots is fine here.
 	 */
 	for (int i = zkl_shared->used_head; i >= 0; i = zkl_shared->slots[i].next)
 		if (zkl_shared->slots[i].state == ZKL_SLOT_WAITING)
@@ -497,6 +505,7 @@ zkl_log_library_line(const char *line)
 
 	/* "...:ZOO_ERROR@function@123: message" */
 	text = text ? text : line;
+
 	at = strstr(text, ": ");
 	strlcpy(clean, at ? at + 2 : text, sizeof(clean));
 	clean[strcspn(clean, "\n")] = '\0';
@@ -621,7 +630,7 @@ zkl_run_pending(void)
 {
 	int			n = zkl_npending;
 	bool		connected = zkl_zh != NULL &&
-		zkl_shared->session_state == ZKL_SESSION_CONNECTED;
+	zkl_shared->session_state == ZKL_SESSION_CONNECTED;
 
 	/* Dispatch may mark slots pending again; those wait for the next round. */
 	zkl_npending = 0;
@@ -704,7 +713,7 @@ zkl_sleep_time(TimestampTz shutdown_deadline)
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz next = 0;
 	bool		connected = zkl_zh != NULL && !zkl_closing_previous &&
-		zkl_shared->session_state == ZKL_SESSION_CONNECTED;
+	zkl_shared->session_state == ZKL_SESSION_CONNECTED;
 
 	if (zkl_zh == NULL)
 		next = Max(zkl_next_connect, now);
@@ -867,8 +876,8 @@ zkl_worker_main(Datum arg)
 
 	/*
 	 * With nothing held, closing the session is clean.  With holders still
-	 * alive (the worker alone was terminated), the session stays open and
-	 * the next worker reattaches to it: their locks survive.
+	 * alive (the worker alone was terminated), the session stays open and the
+	 * next worker reattaches to it: their locks survive.
 	 */
 	if (zkl_slots_in_use() > 0 && zkl_zh != NULL)
 	{

@@ -21,7 +21,8 @@ typedef enum zkl_event_kind
 	ZKL_EV_IGNORE,				/* result nobody needs (parent creates) */
 	ZKL_EV_CREATED,				/* our contender node */
 	ZKL_EV_CHILDREN,			/* listing of the lock directory */
-	ZKL_EV_RECOVER_CHILDREN,	/* listing to find a node after connection loss */
+	ZKL_EV_RECOVER_CHILDREN,	/* listing to find a node after connection
+								 * loss */
 	ZKL_EV_RECOVER_STAT,		/* czxid of a node found that way */
 	ZKL_EV_PRED_EXISTS,			/* watch set on the predecessor */
 	ZKL_EV_PRED_WATCH,			/* the predecessor changed or vanished */
@@ -73,7 +74,8 @@ typedef struct zkl_work
 	zkl_phase	phase;
 	bool		retry;			/* last request hit a connection loss */
 	bool		pending;		/* in the worker's to-do list */
-	bool		pred_was_last;	/* the predecessor was the only node we wait for */
+	bool		pred_was_last;	/* the predecessor was the only node we wait
+								 * for */
 	bool		waited;			/* watched a predecessor since the create */
 	bool		handoff;		/* the predecessor went; not yet granted */
 	uint32		own_watch_gen;	/* opgen for which our node's watch is set */

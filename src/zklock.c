@@ -140,8 +140,8 @@ void
 _PG_init(void)
 {
 	/*
-	 * Without preloading there is neither shared memory nor a worker; the
-	 * SQL functions then fail with a hint (see zkl_require_shmem).
+	 * Without preloading there is neither shared memory nor a worker; the SQL
+	 * functions then fail with a hint (see zkl_require_shmem).
 	 */
 	if (!process_shared_preload_libraries_in_progress)
 		return;

@@ -22,8 +22,8 @@
 #define ZKL_MAX_NAME_LEN	255
 #define ZKL_MAX_ROOT_LEN	255
 #define ZKL_MAX_DIR_LEN		(ZKL_MAX_ROOT_LEN + 1 + 3 * ZKL_MAX_NAME_LEN + 1)
-#define ZKL_MAX_NODE_LEN	96		/* "_c_<uuid>-lock-<seq>" and peers' layouts */
-#define ZKL_MAX_DATA_LEN	768		/* JSON description of the holder */
+#define ZKL_MAX_NODE_LEN	96	/* "_c_<uuid>-lock-<seq>" and peers' layouts */
+#define ZKL_MAX_DATA_LEN	768 /* JSON description of the holder */
 #define ZKL_UUID_LEN		36
 
 /* Our own SQLSTATE class "ZK" for failures that only ZooKeeper can cause. */
@@ -57,7 +57,8 @@ typedef enum zkl_slot_state
 	ZKL_SLOT_HELD,				/* our node is the lowest contender */
 	ZKL_SLOT_RELEASING,			/* the backend gave it up; node being deleted */
 	ZKL_SLOT_LOST,				/* was held; the node vanished */
-	ZKL_SLOT_BUSY,				/* a try found another holder; node being deleted */
+	ZKL_SLOT_BUSY,				/* a try found another holder; node being
+								 * deleted */
 	ZKL_SLOT_FAILED				/* ZooKeeper refused the request; see zk_rc */
 } zkl_slot_state;
 
@@ -116,7 +117,7 @@ typedef struct zkl_slot
 	bool		wanted;			/* false once the backend releases or cancels */
 	bool		queued;			/* index is in the worker's request queue */
 	bool		try_only;		/* give up instead of queueing */
-	bool		commit_waiting;	/* owner waits in its pre-commit check */
+	bool		commit_waiting; /* owner waits in its pre-commit check */
 	zkl_node_kind kind;
 	int			sibling_slotno; /* the owner's hold of the other mode, or -1 */
 	uint32		sibling_generation;
@@ -128,7 +129,8 @@ typedef struct zkl_slot
 	int			procno;
 	Oid			dbid;
 	Oid			userid;
-	int			encoding;		/* of the database that asked; names are its bytes */
+	int			encoding;		/* of the database that asked; names are its
+								 * bytes */
 	int32		session_count;	/* reentrant holds, by scope, for zk_locks */
 	int32		xact_count;
 	int			zk_rc;			/* ZooKeeper error of a FAILED request */
@@ -139,7 +141,7 @@ typedef struct zkl_slot
 	char		uuid[ZKL_UUID_LEN + 1];
 	char		name[ZKL_MAX_NAME_LEN + 1];
 	char		dir[ZKL_MAX_DIR_LEN];	/* lock directory, absolute */
-	char		node[ZKL_MAX_NODE_LEN];	/* our child, once created */
+	char		node[ZKL_MAX_NODE_LEN]; /* our child, once created */
 	char		data[ZKL_MAX_DATA_LEN];
 } zkl_slot;
 
@@ -169,7 +171,7 @@ typedef struct zkl_shared_state
 	zkl_session_state session_state;
 	int64		session_id;
 	char		session_passwd[16];
-	int			negotiated_timeout;	/* ms */
+	int			negotiated_timeout; /* ms */
 	char		server[128];
 	TimestampTz connected_since;
 	TimestampTz disconnected_since;

@@ -4,13 +4,16 @@
 # for the TAP tests, a C toolchain, and the peer clients that the interop
 # tests and the benchmark drive: Apache Curator (with a JDK to compile the
 # small Java programs) and kazoo; gnuplot draws the benchmark's chart; gdb
-# lets a test make a backend forget its slots, as a bug would.  Idempotent: with everything
+# lets a test make a backend forget its slots, as a bug would;
+# pg-bsd-indent and cppcheck keep the C sources in PostgreSQL's form
+# (make check-static).  Idempotent: with everything
 # present it only checks, and never touches the network.
 set -euo pipefail
 
 PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev zookeeper
 	libipc-run-perl default-jdk-headless build-essential
-	libcurator-recipes-java python3-kazoo gnuplot-nox gdb)
+	libcurator-recipes-java python3-kazoo gnuplot-nox gdb
+	pg-bsd-indent cppcheck)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

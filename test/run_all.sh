@@ -102,6 +102,16 @@ run_logged "$WORK/unit.log" bash -c 'make -s -C "$1/test/unit" lock_rule_test &&
 add_counts "$(count_prove "$WORK/unit.log" "$rc")"
 [ "$rc" -eq 0 ] || stage_failed unit
 
+# PostgreSQL's habits (make check-static): sources formatted as pgindent
+# formats them, a -Wall -Wextra build without a warning, cppcheck clean.
+say "static checks"
+if run_logged "$WORK/static.log" make -s -C "$TREE" PG_CONFIG="$PG_CONFIG" check-static; then
+	PASSED=$((PASSED + 1))
+else
+	FAILED=$((FAILED + 1))
+	stage_failed static-checks
+fi
+
 # Which suites the extension's Makefile defines (REGRESS, ISOLATION).
 # shellcheck disable=SC2016 # $($*) is make syntax, not shell
 printf 'print-%%:\n\t@echo $($*)\n' >"$WORK/printvar.mk"

@@ -63,7 +63,7 @@ static const char *progname = "zkutil";
 /* Session state reported by the watcher, which runs on a library thread. */
 static pthread_mutex_t state_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t state_cv = PTHREAD_COND_INITIALIZER;
-static int session_state = 0;
+static int	session_state = 0;
 
 static volatile sig_atomic_t stop_requested = 0;
 
@@ -285,7 +285,9 @@ cmd_create(zhandle_t *zh, const char *path, const char *data, int mode,
 
 	if (hold_s > 0)
 	{
-		struct timespec start, now, nap = {0, 100 * 1000 * 1000};
+		struct timespec start,
+					now,
+					nap = {0, 100 * 1000 * 1000};
 
 		clock_gettime(CLOCK_MONOTONIC, &start);
 		for (;;)
@@ -318,10 +320,14 @@ four_letter_word(const char *hosts, const char *word)
 	char	   *port;
 	const char *end;
 	size_t		n;
-	struct addrinfo hints, *res, *ai;
-	int			fd = -1, rc;
+	struct addrinfo hints,
+			   *res,
+			   *ai;
+	int			fd = -1,
+				rc;
 	char		buf[8192];
-	struct timespec t0, t1;
+	struct timespec t0,
+				t1;
 
 	/* First entry of "h1:p1,h2:p2/chroot"; [v6]:port is accepted too. */
 	end = hosts + strcspn(hosts, ",/");
@@ -449,7 +455,8 @@ main(int argc, char **argv)
 		"mntr", "wchc", "wchs", "ruok", "srvr", "cons", "conf", "dump",
 		"envi", "isro", NULL
 	};
-	const char *hosts, *cmd;
+	const char *hosts,
+			   *cmd;
 	zhandle_t  *zh;
 	int			rc;
 
@@ -467,8 +474,12 @@ main(int argc, char **argv)
 
 	if (strcmp(cmd, "create") == 0)
 	{
-		const char *path = NULL, *data = NULL;
-		int			ephemeral = 0, sequential = 0, container = 0, parents = 0;
+		const char *path = NULL,
+				   *data = NULL;
+		int			ephemeral = 0,
+					sequential = 0,
+					container = 0,
+					parents = 0;
 		int			session_ms = DEFAULT_SESSION_MS;
 		long		hold_s = 0;
 		int			mode;

@@ -164,6 +164,7 @@ test_own_nodes(void)
 	const char *writer_first[] = {"_c_w-lock-0000000001", "_c_me-__READ__0000000002", "_c_me2-lock-0000000003"};
 	const char *two_readers[] = {"_c_r-__READ__0000000001", "_c_me-__READ__0000000002",
 	"_c_w-lock-0000000003", "_c_me2-lock-0000000004"};
+	const char *no_node[] = {NULL};
 
 	check_decision("own: our own read ahead is not waited for", read_then_write, N(read_then_write),
 				   read_then_write[1], &read_then_write[0], 1, ZKL_VERDICT_HELD, NULL, 0);
@@ -178,7 +179,7 @@ test_own_nodes(void)
 	check_decision("deadlock: another reader ahead does not change it", two_readers, N(two_readers),
 				   two_readers[3], &two_readers[1], 1, ZKL_VERDICT_DEADLOCK, two_readers[2], 2);
 	check_decision("deadlock: a NULL among our nodes is ignored", upgrade, N(upgrade), upgrade[2],
-				   (const char *const[]) {NULL}, 1, ZKL_VERDICT_WAIT, upgrade[1], 2);
+				   no_node, 1, ZKL_VERDICT_WAIT, upgrade[1], 2);
 }
 
 static void
@@ -240,6 +241,7 @@ test_wrap(void)
 		"k__lock__-2147483648",
 		"_c_d-lock--2147483647",
 	};
+
 	/* What each, in that order, waits for: index watched, blockers. */
 	const int	watch[] = {-1, 0, 1, 2};
 	const int	blockers[] = {0, 1, 2, 3};
