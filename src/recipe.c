@@ -10,6 +10,39 @@
  * dropped, so late completions and stale watches cannot disturb a slot that
  * has moved on or been reused.
  *
+ * A slot's work is a small state machine (zkl_phase).  Completions answer a
+ * request; watches (PRED_WATCH, OWN_WATCH) report a change.  Any request
+ * that fails with a connection loss is sent again once the session is back
+ * (zkl_redo); an expiry ends every slot's work at once (zkl_session_lost);
+ * other failures fail the slot (zkl_request_failed).  The backend giving the
+ * slot up (wanted = false) turns any phase into DELETING once the request
+ * in flight has answered (zkl_release).
+ *
+ *	phase		event				-> action, next phase
+ *	IDLE		request posted		-> create + listing, CREATING
+ *				(zk_lock_contenders)-> listing, INSPECTING
+ *	CREATING	CREATED ok			-> own-node watch, LISTING
+ *				CREATED ZNONODE		-> create the parents, create again
+ *				CREATED lost		-> RECOVERING (find our node by uuid)
+ *	RECOVERING	RECOVER_CHILDREN	-> found: RECOVER_STAT; else create again
+ *				RECOVER_STAT ok		-> listing, LISTING
+ *	LISTING		CHILDREN			-> zkl_decide(): HELD: grant, HELD;
+ *									   WAIT: watch the node ahead, WATCHING
+ *									   (a try: DELETING, busy);
+ *									   DEADLOCK: DELETING, then fail;
+ *									   ABSENT: IDLE, queued again
+ *	WATCHING	PRED_EXISTS ZNONODE,
+ *				PRED_WATCH deleted	-> nothing else ahead: grant, HELD;
+ *									   else listing, LISTING
+ *				PRED_WATCH changed	-> listing, LISTING
+ *	LISTING, WATCHING, HELD
+ *				OWN_EXISTS ZNONODE,
+ *				OWN_WATCH deleted	-> waiting: IDLE, queued again;
+ *									   holding: the lock is lost
+ *	HELD		released			-> delete, DELETING
+ *	DELETING	DELETED				-> slot freed (a failure is reported first)
+ *	INSPECTING	INSPECT_CHILDREN, INSPECT_DATA -> reply written, IDLE
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -242,7 +275,7 @@ zkl_watch_own_node(int slotno, zkl_slot *slot)
 
 	zkl_check_sent(slotno, zoo_awexists(zkl_zh, path, zkl_node_watcher,
 										(void *) zkl_ctx(ZKL_EV_OWN_WATCH, slotno),
-										zkl_stat_done, zkl_ctx(ZKL_EV_OWN_WATCH, slotno)));
+										zkl_stat_done, zkl_ctx(ZKL_EV_OWN_EXISTS, slotno)));
 	pfree(path);
 }
 
@@ -471,6 +504,44 @@ zkl_connection_trouble(int slotno, int rc)
 	}
 	/* Expiry and close are handled for every slot at once. */
 	return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
+}
+
+/*
+ * A request of the slot failed: after a connection loss it is sent again,
+ * an expiry is the session's business, anything else fails the slot.
+ */
+static void
+zkl_request_failed(int slotno, int rc)
+{
+	if (!zkl_connection_trouble(slotno, rc))
+		zkl_fail_slot(slotno, rc);
+}
+
+/* Phases in which our node exists and is watched. */
+static bool
+zkl_own_node_watched(const zkl_work *work)
+{
+	return work->phase == ZKL_PH_HELD || work->phase == ZKL_PH_LISTING ||
+		work->phase == ZKL_PH_WATCHING;
+}
+
+/*
+ * Our node is gone, deleted by someone else: a waiter queues again (a
+ * slot given up meanwhile is freed), a holder has lost its lock.
+ */
+static void
+zkl_own_node_gone(int slotno, zkl_slot *slot, bool wanted)
+{
+	if (zkl_works[slotno].phase != ZKL_PH_HELD)
+	{
+		if (wanted)
+			zkl_requeue(slotno, slot);
+		else
+			zkl_free_slot(slotno);
+		return;
+	}
+	zkl_mark_lost(slotno, "its node was deleted");
+	zkl_end_work(&zkl_works[slotno]);
 }
 
 /*
@@ -834,8 +905,8 @@ zkl_handle_event(zkl_event *ev)
 				work->phase = ZKL_PH_RECOVERING;
 				zkl_connection_trouble(slotno, ev->rc);
 			}
-			else if (!zkl_connection_trouble(slotno, ev->rc))
-				zkl_fail_slot(slotno, ev->rc);
+			else
+				zkl_request_failed(slotno, ev->rc);
 			break;
 
 		case ZKL_EV_CHILDREN:
@@ -844,8 +915,8 @@ zkl_handle_event(zkl_event *ev)
 				break;
 			if (ev->rc == ZOK)
 				zkl_evaluate(slotno, slot, ev);
-			else if (!zkl_connection_trouble(slotno, ev->rc))
-				zkl_fail_slot(slotno, ev->rc);
+			else
+				zkl_request_failed(slotno, ev->rc);
 			break;
 
 		case ZKL_EV_RECOVER_CHILDREN:
@@ -875,8 +946,8 @@ zkl_handle_event(zkl_event *ev)
 				else
 					zkl_send_create(slotno, slot, false);
 			}
-			else if (!zkl_connection_trouble(slotno, ev->rc))
-				zkl_fail_slot(slotno, ev->rc);
+			else
+				zkl_request_failed(slotno, ev->rc);
 			break;
 
 		case ZKL_EV_RECOVER_STAT:
@@ -895,8 +966,8 @@ zkl_handle_event(zkl_event *ev)
 			}
 			else if (ev->rc == ZNONODE)
 				zkl_send_listing(slotno, slot, ZKL_EV_RECOVER_CHILDREN);
-			else if (!zkl_connection_trouble(slotno, ev->rc))
-				zkl_fail_slot(slotno, ev->rc);
+			else
+				zkl_request_failed(slotno, ev->rc);
 			break;
 
 		case ZKL_EV_PRED_EXISTS:
@@ -904,8 +975,8 @@ zkl_handle_event(zkl_event *ev)
 				break;
 			if (ev->rc == ZNONODE)
 				zkl_predecessor_gone(slotno, slot);
-			else if (ev->rc != ZOK && !zkl_connection_trouble(slotno, ev->rc))
-				zkl_fail_slot(slotno, ev->rc);
+			else if (ev->rc != ZOK)
+				zkl_request_failed(slotno, ev->rc);
 			break;
 
 		case ZKL_EV_PRED_WATCH:
@@ -917,32 +988,29 @@ zkl_handle_event(zkl_event *ev)
 				zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
 			break;
 
-		case ZKL_EV_OWN_WATCH:
-			if (ev->type == ZOO_SESSION_EVENT ||
-				(work->phase != ZKL_PH_HELD && work->phase != ZKL_PH_LISTING &&
-				 work->phase != ZKL_PH_WATCHING))
+		case ZKL_EV_OWN_EXISTS:
+			if (!zkl_own_node_watched(work))
 				break;
-			if (ev->type == ZOO_DELETED_EVENT || (ev->type == 0 && ev->rc == ZNONODE))
+			if (ev->rc == ZNONODE)
+				zkl_own_node_gone(slotno, slot, wanted);
+			else if (ev->rc != ZOK)
 			{
-				if (work->phase != ZKL_PH_HELD)
-				{
-					if (wanted)
-						zkl_requeue(slotno, slot);
-					else
-						zkl_free_slot(slotno);
-					break;
-				}
-				zkl_mark_lost(slotno, "its node was deleted");
-				zkl_end_work(work);
-			}
-			else if (ev->type != 0 || ev->rc != ZOK)
-			{
-				/* Data changed, or the watch was not set: watch again. */
+				/* The watch was not set: set it again after the reconnection. */
 				work->own_watch_gen = 0;
-				if (ev->type != 0)
-					zkl_watch_own_node(slotno, slot);
-				else
-					zkl_connection_trouble(slotno, ev->rc);
+				zkl_connection_trouble(slotno, ev->rc);
+			}
+			break;
+
+		case ZKL_EV_OWN_WATCH:
+			if (ev->type == ZOO_SESSION_EVENT || !zkl_own_node_watched(work))
+				break;
+			if (ev->type == ZOO_DELETED_EVENT)
+				zkl_own_node_gone(slotno, slot, wanted);
+			else
+			{
+				/* Data changed: a watch fires once, so watch again. */
+				work->own_watch_gen = 0;
+				zkl_watch_own_node(slotno, slot);
 			}
 			break;
 
@@ -993,8 +1061,8 @@ zkl_handle_event(zkl_event *ev)
 				break;
 			if (ev->rc == ZOK || ev->rc == ZNONODE)
 				zkl_inspect_result(slotno, slot, ev);
-			else if (!zkl_connection_trouble(slotno, ev->rc))
-				zkl_fail_slot(slotno, ev->rc);
+			else
+				zkl_request_failed(slotno, ev->rc);
 			break;
 
 		default:

@@ -27,7 +27,8 @@ typedef enum zkl_event_kind
 	ZKL_EV_PRED_EXISTS,			/* watch set on the predecessor */
 	ZKL_EV_PRED_WATCH,			/* the predecessor changed or vanished */
 	ZKL_EV_DELETED,				/* our node is gone */
-	ZKL_EV_OWN_WATCH,			/* our held node changed or vanished */
+	ZKL_EV_OWN_EXISTS,			/* watch set on our own node (a completion) */
+	ZKL_EV_OWN_WATCH,			/* our node changed or vanished (a watch) */
 	ZKL_EV_HEARTBEAT,			/* proof that the session is alive */
 	ZKL_EV_INSPECT_CHILDREN,	/* zk_lock_contenders: the directory */
 	ZKL_EV_INSPECT_DATA,		/* ... and each child's data, in order */
