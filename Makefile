@@ -1,7 +1,7 @@
 # zklock: PGXS build of the extension and its test suites.
 
 MODULE_big = zklock
-OBJS = src/zklock.o src/shmem.o src/encode.o src/worker.o src/session_file.o src/lock_rule.o src/recipe.o \
+OBJS = src/zklock.o src/shmem.o src/encode.o src/worker.o src/requests.o src/session_file.o src/lock_rule.o src/recipe.o \
 	src/backend.o src/contenders.o src/functions.o
 
 EXTENSION = zklock

@@ -61,6 +61,77 @@
 /* The root's components were created (or found) by this worker. */
 static bool zkl_root_made = false;
 
+zkl_work   *zkl_works = NULL;
+
+/* Slots with something to do once the session is usable. */
+static int *zkl_pending = NULL;
+static int	zkl_npending = 0;
+
+/* The worker's state of every slot, before the first request. */
+void
+zkl_recipe_init(void)
+{
+	zkl_works = MemoryContextAllocZero(TopMemoryContext, sizeof(zkl_work) * zkl_shared->nslots);
+	/* opgen 0 is "never": an own-node watch noted for it would match. */
+	for (int i = 0; i < zkl_shared->nslots; i++)
+		zkl_works[i].opgen = 1;
+	zkl_pending = MemoryContextAlloc(TopMemoryContext, sizeof(int) * zkl_shared->nslots);
+}
+
+/* The callback context of a request of the slot's current work. */
+static const void *
+zkl_ctx(zkl_event_kind kind, int slotno)
+{
+	return zkl_request_ctx(kind, slotno, zkl_works[slotno].opgen);
+}
+
+/* zk_status()'s request counters, by what the slot is doing. */
+static void
+zkl_count_request(int slotno)
+{
+	zkl_count(requests);
+	if (zkl_works[slotno].phase == ZKL_PH_DELETING)
+		zkl_count(release_requests);
+	if (zkl_works[slotno].handoff)
+		zkl_count(handoff_requests);
+}
+
+void
+zkl_mark_pending(int slotno)
+{
+	if (zkl_works[slotno].pending)
+		return;
+	zkl_works[slotno].pending = true;
+	zkl_pending[zkl_npending++] = slotno;
+}
+
+/* Whether some slot waits to be dispatched again. */
+bool
+zkl_work_pending(void)
+{
+	return zkl_npending > 0;
+}
+
+/* Dispatch every pending slot. */
+void
+zkl_run_pending(void)
+{
+	int			n = zkl_npending;
+	bool		connected = zkl_zh != NULL &&
+	zkl_shared->session_state == ZKL_SESSION_CONNECTED;
+
+	/* Dispatch may mark slots pending again; those wait for the next round. */
+	zkl_npending = 0;
+	for (int i = 0; i < n; i++)
+	{
+		int			slotno = zkl_pending[i];
+
+		zkl_works[slotno].pending = false;
+		zkl_dispatch(slotno, connected);
+	}
+}
+
+
 /*
  * The nodes of this cluster's slots, by name: a waiter whose predecessor
  * goes learns at once whether it was one of ours, without a scan of the

@@ -5,19 +5,18 @@
  *		session.
  *
  * libzookeeper_mt runs its own I/O and completion threads in this process.
- * Those threads never touch PostgreSQL: their callbacks copy results with
- * malloc into a mutex-protected list and poke an eventfd that sits in the
- * main thread's WaitEventSet.  Everything else happens on the main thread.
+ * Those threads never touch PostgreSQL: their callbacks (requests.c) copy
+ * results with malloc into a mutex-protected list and poke an eventfd that
+ * sits in the main thread's WaitEventSet.  Everything else happens on the
+ * main thread: this file owns the session and the loop, recipe.c each
+ * slot's work.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include <ctype.h>
-#include <pthread.h>
 #include <signal.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -36,17 +35,6 @@
 #include "worker.h"
 
 zhandle_t  *zkl_zh = NULL;
-zkl_work   *zkl_works = NULL;
-
-/* Completion list filled by libzookeeper threads. */
-static pthread_mutex_t zkl_events_mutex = PTHREAD_MUTEX_INITIALIZER;
-static zkl_event *zkl_events_head = NULL;
-static zkl_event *zkl_events_tail = NULL;
-static int	zkl_event_fd = -1;
-
-/* Slots with something to do once the session is usable. */
-static int *zkl_pending = NULL;
-static int	zkl_npending = 0;
 
 static char *zkl_current_hosts = NULL;
 static int	zkl_backoff_ms = 0;
@@ -66,201 +54,7 @@ static bool zkl_closing_previous = false;
 static TimestampTz zkl_heartbeat_sent = 0;
 static bool zkl_heartbeat_in_flight = false;
 
-/* ---- libzookeeper threads: malloc, the mutex and write(2) only ---- */
-
-static void
-zkl_post(zkl_event *ev)
-{
-	uint64		one = 1;
-	ssize_t		rc pg_attribute_unused();
-
-	pthread_mutex_lock(&zkl_events_mutex);
-	if (zkl_events_tail)
-		zkl_events_tail->next = ev;
-	else
-		zkl_events_head = ev;
-	zkl_events_tail = ev;
-	pthread_mutex_unlock(&zkl_events_mutex);
-	rc = write(zkl_event_fd, &one, sizeof(one));
-}
-
-static zkl_event *
-zkl_new_event(const void *data, int rc)
-{
-	uintptr_t	ctx = (uintptr_t) data;
-	zkl_event  *ev = calloc(1, sizeof(zkl_event));
-
-	if (ev == NULL)
-		abort();				/* nothing sane is possible on this thread */
-	ev->slotno = (int) (ctx & 0xFFFFFF);
-	ev->kind = (zkl_event_kind) ((ctx >> 24) & 0xFF);
-	ev->opgen = (uint32) (ctx >> 32);
-	ev->rc = rc;
-	return ev;
-}
-
-static char *
-zkl_strdup(const char *s)
-{
-	char	   *copy = s ? strdup(s) : NULL;
-
-	if (s && copy == NULL)
-		abort();
-	return copy;
-}
-
-void
-zkl_string_stat_done(int rc, const char *value, const struct Stat *stat, const void *data)
-{
-	zkl_event  *ev = zkl_new_event(data, rc);
-
-	if (rc == ZOK)
-	{
-		ev->path = zkl_strdup(value);
-		ev->czxid = stat ? stat->czxid : 0;
-	}
-	zkl_post(ev);
-}
-
-void
-zkl_strings_done(int rc, const struct String_vector *strings, const void *data)
-{
-	zkl_event  *ev = zkl_new_event(data, rc);
-
-	if (rc == ZOK && strings && strings->count > 0)
-	{
-		ev->children = malloc(sizeof(char *) * strings->count);
-		if (ev->children == NULL)
-			abort();
-		for (int i = 0; i < strings->count; i++)
-			ev->children[i] = zkl_strdup(strings->data[i]);
-		ev->nchildren = strings->count;
-	}
-	zkl_post(ev);
-}
-
-void
-zkl_stat_done(int rc, const struct Stat *stat, const void *data)
-{
-	zkl_event  *ev = zkl_new_event(data, rc);
-
-	if (rc == ZOK && stat)
-		ev->czxid = stat->czxid;
-	zkl_post(ev);
-}
-
-void
-zkl_void_done(int rc, const void *data)
-{
-	zkl_post(zkl_new_event(data, rc));
-}
-
-void
-zkl_void_string_done(int rc, const char *value, const void *data)
-{
-	zkl_post(zkl_new_event(data, rc));
-}
-
-void
-zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat, const void *data)
-{
-	zkl_event  *ev = zkl_new_event(data, rc);
-
-	if (rc == ZOK && stat)
-		ev->czxid = stat->czxid;
-	/* Only zk_lock_contenders reads data; watches on predecessors ignore it. */
-	if (rc == ZOK && value && value_len > 0 && ev->kind == ZKL_EV_INSPECT_DATA)
-	{
-		ev->data = malloc(value_len);
-		if (ev->data == NULL)
-			abort();
-		memcpy(ev->data, value, value_len);
-		ev->data_len = value_len;
-	}
-	zkl_post(ev);
-}
-
-void
-zkl_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-	zkl_event  *ev = zkl_new_event(ctx, ZOK);
-
-	ev->type = type;
-	ev->state = state;
-	zkl_post(ev);
-}
-
-static void
-zkl_session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-	zkl_event  *ev;
-
-	if (type != ZOO_SESSION_EVENT)
-		return;
-	ev = zkl_new_event((const void *) (uintptr_t) ZKL_EV_SESSION, ZOK);
-	ev->kind = ZKL_EV_SESSION;
-	ev->state = state;
-	zkl_post(ev);
-}
-
-/* The library's log lines; it calls this from any of its threads. */
-static void
-zkl_library_log(const char *message)
-{
-	zkl_event  *ev = calloc(1, sizeof(zkl_event));
-
-	if (ev == NULL)
-		return;					/* a log line is not worth an abort */
-	ev->kind = ZKL_EV_LOG;
-	ev->path = strdup(message);
-	if (ev->path == NULL)
-	{
-		free(ev);
-		return;
-	}
-	zkl_post(ev);
-}
-
-static void
-zkl_free_event(zkl_event *ev)
-{
-	for (int i = 0; i < ev->nchildren; i++)
-		free(ev->children[i]);
-	free(ev->children);
-	free(ev->data);
-	free(ev->path);
-	free(ev);
-}
-
 /* ---- main thread ---- */
-
-const void *
-zkl_ctx(zkl_event_kind kind, int slotno)
-{
-	uint64		ctx = ((uint64) zkl_works[slotno].opgen << 32) |
-	((uint64) kind << 24) | (uint64) slotno;
-
-	return (const void *) (uintptr_t) ctx;
-}
-
-void
-zkl_count_request(int slotno)
-{
-	zkl_count(requests);
-	if (zkl_works[slotno].phase == ZKL_PH_DELETING)
-		zkl_count(release_requests);
-	if (zkl_works[slotno].handoff)
-		zkl_count(handoff_requests);
-}
-
-void
-zkl_mark_pending(int slotno)
-{
-	if (zkl_works[slotno].pending)
-		return;
-	zkl_works[slotno].pending = true;
-	zkl_pending[zkl_npending++] = slotno;
-}
 
 static const char *
 zkl_state_name(int state)
@@ -569,16 +363,7 @@ zkl_log_library_line(const char *line)
 static void
 zkl_drain_events(void)
 {
-	zkl_event  *ev;
-	uint64		counter;
-
-	if (read(zkl_event_fd, &counter, sizeof(counter)) < 0 && errno != EAGAIN)
-		elog(ERROR, "could not read zklock event descriptor: %m");
-
-	pthread_mutex_lock(&zkl_events_mutex);
-	ev = zkl_events_head;
-	zkl_events_head = zkl_events_tail = NULL;
-	pthread_mutex_unlock(&zkl_events_mutex);
+	zkl_event  *ev = zkl_events_take();
 
 	while (ev)
 	{
@@ -603,7 +388,7 @@ zkl_drain_events(void)
 		}
 		else if (ev->kind != ZKL_EV_IGNORE)
 			zkl_handle_event(ev);
-		zkl_free_event(ev);
+		zkl_event_free(ev);
 		ev = next;
 	}
 }
@@ -623,24 +408,6 @@ zkl_take_requests(void)
 		zkl_mark_pending(slotno);
 	}
 	LWLockRelease(zkl_shared->lock);
-}
-
-static void
-zkl_run_pending(void)
-{
-	int			n = zkl_npending;
-	bool		connected = zkl_zh != NULL &&
-	zkl_shared->session_state == ZKL_SESSION_CONNECTED;
-
-	/* Dispatch may mark slots pending again; those wait for the next round. */
-	zkl_npending = 0;
-	for (int i = 0; i < n; i++)
-	{
-		int			slotno = zkl_pending[i];
-
-		zkl_works[slotno].pending = false;
-		zkl_dispatch(slotno, connected);
-	}
 }
 
 /* Milliseconds between heartbeats: a sixth of the negotiated timeout. */
@@ -721,7 +488,7 @@ zkl_sleep_time(TimestampTz shutdown_deadline)
 		next = TimestampTzPlusMilliseconds(zkl_heartbeat_sent, zkl_heartbeat_interval());
 	if (shutdown_deadline != 0 && (next == 0 || shutdown_deadline < next))
 		next = shutdown_deadline;
-	if (connected && zkl_npending > 0)
+	if (connected && zkl_work_pending())
 	{
 		TimestampTz retry = TimestampTzPlusMilliseconds(now, 100);
 
@@ -786,6 +553,7 @@ void
 zkl_worker_main(Datum arg)
 {
 	WaitEventSet *wes;
+	int			event_fd;
 	TimestampTz shutdown_deadline = 0;
 	MemoryContext loop_cxt;
 
@@ -800,18 +568,12 @@ zkl_worker_main(Datum arg)
 	 */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
-	zkl_event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (zkl_event_fd < 0)
-		elog(ERROR, "could not create eventfd: %m");
+	event_fd = zkl_events_init();
 
 	/* The library's own lines reach the server log through this thread. */
 	zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
 
-	zkl_works = MemoryContextAllocZero(TopMemoryContext, sizeof(zkl_work) * zkl_shared->nslots);
-	/* opgen 0 is "never": an own-node watch noted for it would match. */
-	for (int i = 0; i < zkl_shared->nslots; i++)
-		zkl_works[i].opgen = 1;
-	zkl_pending = MemoryContextAlloc(TopMemoryContext, sizeof(int) * zkl_shared->nslots);
+	zkl_recipe_init();
 	loop_cxt = AllocSetContextCreate(TopMemoryContext, "zklock worker loop",
 									 ALLOCSET_DEFAULT_SIZES);
 
@@ -827,7 +589,7 @@ zkl_worker_main(Datum arg)
 	wes = CreateWaitEventSet(TopMemoryContext, 3);
 	AddWaitEventToSet(wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 	AddWaitEventToSet(wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
-	AddWaitEventToSet(wes, WL_SOCKET_READABLE, zkl_event_fd, NULL, NULL);
+	AddWaitEventToSet(wes, WL_SOCKET_READABLE, event_fd, NULL, NULL);
 
 	/*
 	 * Work first, then sleep: requests queued before this worker published

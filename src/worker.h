@@ -1,9 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * worker.h
- *		Internals shared by the worker's session code (worker.c) and the
- *		lock recipe it runs for each slot (recipe.c).  Only the worker
- *		process includes this.
+ *		Internals of the worker process: its session and loop (worker.c),
+ *		the request layer between libzookeeper's threads and the main
+ *		thread (requests.c), and the lock recipe it runs for each slot
+ *		(recipe.c).  worker.c calls into the other two, recipe.c into
+ *		requests.c; nothing calls back.  Only the worker includes this.
  *
  *-------------------------------------------------------------------------
  */
@@ -87,10 +89,7 @@ typedef struct zkl_work
 	struct zkl_inspection *inspection;	/* ZKL_PH_INSPECTING only */
 } zkl_work;
 
-/* worker.c */
-extern zhandle_t *zkl_zh;
-extern zkl_work *zkl_works;
-extern const void *zkl_ctx(zkl_event_kind kind, int slotno);
+/* requests.c: libzookeeper's callbacks and the queue to the main thread */
 extern void zkl_string_stat_done(int rc, const char *value, const struct Stat *stat, const void *data);
 extern void zkl_strings_done(int rc, const struct String_vector *strings, const void *data);
 extern void zkl_stat_done(int rc, const struct Stat *stat, const void *data);
@@ -98,10 +97,22 @@ extern void zkl_void_done(int rc, const void *data);
 extern void zkl_void_string_done(int rc, const char *value, const void *data);
 extern void zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat, const void *data);
 extern void zkl_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
-extern void zkl_mark_pending(int slotno);
-extern void zkl_count_request(int slotno);
+extern void zkl_session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
+extern void zkl_library_log(const char *message);
+extern int	zkl_events_init(void);
+extern zkl_event *zkl_events_take(void);
+extern void zkl_event_free(zkl_event *ev);
+extern const void *zkl_request_ctx(zkl_event_kind kind, int slotno, uint32 opgen);
 
-/* recipe.c */
+/* worker.c: the session */
+extern zhandle_t *zkl_zh;
+
+/* recipe.c: each slot's work */
+extern zkl_work *zkl_works;
+extern void zkl_recipe_init(void);
+extern void zkl_mark_pending(int slotno);
+extern bool zkl_work_pending(void);
+extern void zkl_run_pending(void);
 extern void zkl_dispatch(int slotno, bool connected);
 extern void zkl_handle_event(zkl_event *ev);
 extern void zkl_session_lost(void);
