@@ -927,17 +927,232 @@ zkl_inspect_result(int slotno, zkl_slot *slot, zkl_event *ev)
 		zkl_inspect_finish(slotno, slot);
 }
 
+/* ---- what each event does, by the slot's phase (see the table above) ---- */
+
+static void
+zkl_on_created(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	zkl_work   *work = &zkl_works[slotno];
+
+	if (ev->rc == ZOK)
+	{
+		const char *child = strrchr(ev->path, '/');
+
+		zkl_found_node(slotno, slot, child ? child + 1 : ev->path, ev->czxid);
+		work->phase = ZKL_PH_LISTING;
+		if (!wanted)
+			zkl_send_delete(slotno, slot);
+		else
+			zkl_watch_own_node(slotno, slot);
+	}
+	else if (ev->rc == ZNONODE && work->parent_attempts < 3)
+	{
+		work->parent_attempts++;
+		zkl_send_create(slotno, slot, true);
+	}
+	else if (ev->rc == ZCONNECTIONLOSS || ev->rc == ZOPERATIONTIMEOUT)
+	{
+		/* The create may have succeeded: find it by our uuid later. */
+		work->phase = ZKL_PH_RECOVERING;
+		zkl_connection_trouble(slotno, ev->rc);
+	}
+	else
+		zkl_request_failed(slotno, ev->rc);
+}
+
+static void
+zkl_on_children(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	if (ev->rc == ZOK)
+		zkl_evaluate(slotno, slot, ev);
+	else
+		zkl_request_failed(slotno, ev->rc);
+}
+
+/* After a create cut off by a connection loss: is our node there? */
+static void
+zkl_on_recover_children(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	char		mark[ZKL_UUID_LEN + 8];
+	const char *found = NULL;
+	char	   *path;
+
+	if (ev->rc != ZOK && ev->rc != ZNONODE)
+	{
+		zkl_request_failed(slotno, ev->rc);
+		return;
+	}
+	snprintf(mark, sizeof(mark), "_c_%s-", slot->uuid);
+	for (int i = 0; i < ev->nchildren && !found; i++)
+		if (strncmp(ev->children[i], mark, strlen(mark)) == 0)
+			found = ev->children[i];
+
+	if (!found)
+	{
+		if (!wanted)
+			zkl_free_slot(slotno);
+		else
+			zkl_send_create(slotno, slot, false);
+		return;
+	}
+	path = zkl_child_path(slot, found);
+	zkl_found_node(slotno, slot, found, 0);
+	zkl_check_sent(slotno, zoo_aexists(zkl_zh, path, 0, zkl_stat_done,
+									   zkl_ctx(ZKL_EV_RECOVER_STAT, slotno)));
+	pfree(path);
+}
+
+static void
+zkl_on_recover_stat(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	if (ev->rc == ZOK)
+	{
+		zkl_found_node(slotno, slot, slot->node, ev->czxid);
+		if (!wanted)
+			zkl_send_delete(slotno, slot);
+		else
+		{
+			zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
+			zkl_watch_own_node(slotno, slot);
+		}
+	}
+	else if (ev->rc == ZNONODE)
+		zkl_send_listing(slotno, slot, ZKL_EV_RECOVER_CHILDREN);
+	else
+		zkl_request_failed(slotno, ev->rc);
+}
+
+static void
+zkl_on_pred_exists(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	if (ev->rc == ZNONODE)
+		zkl_predecessor_gone(slotno, slot);
+	else if (ev->rc != ZOK)
+		zkl_request_failed(slotno, ev->rc);
+}
+
+static void
+zkl_on_pred_watch(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	if (ev->type == ZOO_DELETED_EVENT)
+		zkl_predecessor_gone(slotno, slot);
+	else
+		zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
+}
+
+static void
+zkl_on_own_exists(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	if (ev->rc == ZNONODE)
+		zkl_own_node_gone(slotno, slot, wanted);
+	else if (ev->rc != ZOK)
+	{
+		/* The watch was not set: set it again after the reconnection. */
+		zkl_works[slotno].own_watch_gen = 0;
+		zkl_connection_trouble(slotno, ev->rc);
+	}
+}
+
+static void
+zkl_on_own_watch(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	if (ev->type == ZOO_DELETED_EVENT)
+		zkl_own_node_gone(slotno, slot, wanted);
+	else
+	{
+		/* Data changed: a watch fires once, so watch again. */
+		zkl_works[slotno].own_watch_gen = 0;
+		zkl_watch_own_node(slotno, slot);
+	}
+}
+
+static void
+zkl_on_deleted(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	zkl_work   *work = &zkl_works[slotno];
+	int			fail_rc = work->fail_rc;
+	bool		released;
+
+	if (ev->rc != ZOK && ev->rc != ZNONODE)
+	{
+		if (zkl_connection_trouble(slotno, ev->rc))
+			return;
+
+		/*
+		 * Nothing more to try: the ephemeral node lasts until the session
+		 * ends.
+		 */
+		ereport(LOG,
+				(errmsg("zklock could not delete ZooKeeper node \"%s/%s\": %s",
+						slot->dir, slot->node, zerror(ev->rc))));
+	}
+	if (fail_rc != 0)
+	{
+		/* The node of a failed request is gone: now report the failure. */
+		work->fail_rc = 0;
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		slot->node[0] = '\0';
+		LWLockRelease(zkl_shared->lock);
+		zkl_fail_slot(slotno, fail_rc);
+		return;
+	}
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	released = slot->state == ZKL_SLOT_RELEASING && slot->granted_at != 0;
+	LWLockRelease(zkl_shared->lock);
+	if (released)
+		zkl_count(released);
+	zkl_free_slot(slotno);
+}
+
+static void
+zkl_on_inspected(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	if (ev->rc == ZOK || ev->rc == ZNONODE)
+		zkl_inspect_result(slotno, slot, ev);
+	else
+		zkl_request_failed(slotno, ev->rc);
+}
+
+/* Any phase in which our node exists and is watched (LISTING, WATCHING, HELD). */
+#define ZKL_PH_OWN_NODE		(-1)
+
+typedef void (*zkl_event_handler) (int slotno, zkl_slot *slot, zkl_event *ev, bool wanted);
+
+/*
+ * Which event is handled in which phase, and how; in any other phase it
+ * belongs to work that has moved on and is dropped.  A watch's session
+ * events (connection state, not a change of the node) are dropped too.
+ */
+static const struct
+{
+	zkl_event_kind kind;
+	int			phase;
+	bool		watch;
+	zkl_event_handler handler;
+}			zkl_handlers[] = {
+	{ZKL_EV_CREATED, ZKL_PH_CREATING, false, zkl_on_created},
+	/* In CREATING a listing belongs to a create that failed. */
+	{ZKL_EV_CHILDREN, ZKL_PH_LISTING, false, zkl_on_children},
+	{ZKL_EV_RECOVER_CHILDREN, ZKL_PH_RECOVERING, false, zkl_on_recover_children},
+	{ZKL_EV_RECOVER_STAT, ZKL_PH_RECOVERING, false, zkl_on_recover_stat},
+	{ZKL_EV_PRED_EXISTS, ZKL_PH_WATCHING, false, zkl_on_pred_exists},
+	{ZKL_EV_PRED_WATCH, ZKL_PH_WATCHING, true, zkl_on_pred_watch},
+	{ZKL_EV_OWN_EXISTS, ZKL_PH_OWN_NODE, false, zkl_on_own_exists},
+	{ZKL_EV_OWN_WATCH, ZKL_PH_OWN_NODE, true, zkl_on_own_watch},
+	{ZKL_EV_DELETED, ZKL_PH_DELETING, false, zkl_on_deleted},
+	{ZKL_EV_INSPECT_CHILDREN, ZKL_PH_INSPECTING, false, zkl_on_inspected},
+	{ZKL_EV_INSPECT_DATA, ZKL_PH_INSPECTING, false, zkl_on_inspected},
+};
+
 void
 zkl_handle_event(zkl_event *ev)
 {
 	int			slotno = ev->slotno;
-	zkl_slot   *slot;
 	zkl_work   *work;
 	bool		wanted;
 
 	if (slotno < 0 || slotno >= zkl_shared->nslots)
 		return;
-	slot = &zkl_shared->slots[slotno];
 	work = &zkl_works[slotno];
 
 	if (ev->kind == ZKL_EV_PRED_WATCH && ev->type != ZOO_SESSION_EVENT)
@@ -945,199 +1160,21 @@ zkl_handle_event(zkl_event *ev)
 	if (ev->opgen != work->opgen)
 		return;
 
-	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	wanted = slot->wanted;
-	LWLockRelease(zkl_shared->lock);
-
-	switch (ev->kind)
+	for (size_t i = 0; i < lengthof(zkl_handlers); i++)
 	{
-		case ZKL_EV_CREATED:
-			if (work->phase != ZKL_PH_CREATING)
-				break;
-			if (ev->rc == ZOK)
-			{
-				const char *child = strrchr(ev->path, '/');
+		if (zkl_handlers[i].kind != ev->kind)
+			continue;
+		if (zkl_handlers[i].watch && ev->type == ZOO_SESSION_EVENT)
+			return;
+		if (zkl_handlers[i].phase == ZKL_PH_OWN_NODE ? !zkl_own_node_watched(work) :
+			(int) work->phase != zkl_handlers[i].phase)
+			return;
 
-				zkl_found_node(slotno, slot, child ? child + 1 : ev->path, ev->czxid);
-				work->phase = ZKL_PH_LISTING;
-				if (!wanted)
-					zkl_send_delete(slotno, slot);
-				else
-					zkl_watch_own_node(slotno, slot);
-			}
-			else if (ev->rc == ZNONODE && work->parent_attempts < 3)
-			{
-				work->parent_attempts++;
-				zkl_send_create(slotno, slot, true);
-			}
-			else if (ev->rc == ZCONNECTIONLOSS || ev->rc == ZOPERATIONTIMEOUT)
-			{
-				/* The create may have succeeded: find it by our uuid later. */
-				work->phase = ZKL_PH_RECOVERING;
-				zkl_connection_trouble(slotno, ev->rc);
-			}
-			else
-				zkl_request_failed(slotno, ev->rc);
-			break;
-
-		case ZKL_EV_CHILDREN:
-			/* In CREATING this is the listing of a create that failed. */
-			if (work->phase != ZKL_PH_LISTING)
-				break;
-			if (ev->rc == ZOK)
-				zkl_evaluate(slotno, slot, ev);
-			else
-				zkl_request_failed(slotno, ev->rc);
-			break;
-
-		case ZKL_EV_RECOVER_CHILDREN:
-			if (work->phase != ZKL_PH_RECOVERING)
-				break;
-			if (ev->rc == ZOK || ev->rc == ZNONODE)
-			{
-				char		mark[ZKL_UUID_LEN + 8];
-				const char *found = NULL;
-
-				snprintf(mark, sizeof(mark), "_c_%s-", slot->uuid);
-				for (int i = 0; i < ev->nchildren && !found; i++)
-					if (strncmp(ev->children[i], mark, strlen(mark)) == 0)
-						found = ev->children[i];
-
-				if (found)
-				{
-					char	   *path = zkl_child_path(slot, found);
-
-					zkl_found_node(slotno, slot, found, 0);
-					zkl_check_sent(slotno, zoo_aexists(zkl_zh, path, 0, zkl_stat_done,
-													   zkl_ctx(ZKL_EV_RECOVER_STAT, slotno)));
-					pfree(path);
-				}
-				else if (!wanted)
-					zkl_free_slot(slotno);
-				else
-					zkl_send_create(slotno, slot, false);
-			}
-			else
-				zkl_request_failed(slotno, ev->rc);
-			break;
-
-		case ZKL_EV_RECOVER_STAT:
-			if (work->phase != ZKL_PH_RECOVERING)
-				break;
-			if (ev->rc == ZOK)
-			{
-				zkl_found_node(slotno, slot, slot->node, ev->czxid);
-				if (!wanted)
-					zkl_send_delete(slotno, slot);
-				else
-				{
-					zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
-					zkl_watch_own_node(slotno, slot);
-				}
-			}
-			else if (ev->rc == ZNONODE)
-				zkl_send_listing(slotno, slot, ZKL_EV_RECOVER_CHILDREN);
-			else
-				zkl_request_failed(slotno, ev->rc);
-			break;
-
-		case ZKL_EV_PRED_EXISTS:
-			if (work->phase != ZKL_PH_WATCHING)
-				break;
-			if (ev->rc == ZNONODE)
-				zkl_predecessor_gone(slotno, slot);
-			else if (ev->rc != ZOK)
-				zkl_request_failed(slotno, ev->rc);
-			break;
-
-		case ZKL_EV_PRED_WATCH:
-			if (work->phase != ZKL_PH_WATCHING || ev->type == ZOO_SESSION_EVENT)
-				break;
-			if (ev->type == ZOO_DELETED_EVENT)
-				zkl_predecessor_gone(slotno, slot);
-			else
-				zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
-			break;
-
-		case ZKL_EV_OWN_EXISTS:
-			if (!zkl_own_node_watched(work))
-				break;
-			if (ev->rc == ZNONODE)
-				zkl_own_node_gone(slotno, slot, wanted);
-			else if (ev->rc != ZOK)
-			{
-				/* The watch was not set: set it again after the reconnection. */
-				work->own_watch_gen = 0;
-				zkl_connection_trouble(slotno, ev->rc);
-			}
-			break;
-
-		case ZKL_EV_OWN_WATCH:
-			if (ev->type == ZOO_SESSION_EVENT || !zkl_own_node_watched(work))
-				break;
-			if (ev->type == ZOO_DELETED_EVENT)
-				zkl_own_node_gone(slotno, slot, wanted);
-			else
-			{
-				/* Data changed: a watch fires once, so watch again. */
-				work->own_watch_gen = 0;
-				zkl_watch_own_node(slotno, slot);
-			}
-			break;
-
-		case ZKL_EV_DELETED:
-			if (work->phase != ZKL_PH_DELETING)
-				break;
-			if (ev->rc != ZOK && ev->rc != ZNONODE && !zkl_connection_trouble(slotno, ev->rc))
-			{
-				/*
-				 * Nothing more to try: the ephemeral node lasts until the
-				 * session ends.
-				 */
-				ereport(LOG,
-						(errmsg("zklock could not delete ZooKeeper node \"%s/%s\": %s",
-								slot->dir, slot->node, zerror(ev->rc))));
-				ev->rc = ZOK;
-			}
-			if (ev->rc == ZOK || ev->rc == ZNONODE)
-			{
-				int			fail_rc = work->fail_rc;
-				bool		released;
-
-				if (fail_rc != 0)
-				{
-					/*
-					 * The node of a failed request is gone: now report the
-					 * failure.
-					 */
-					work->fail_rc = 0;
-					LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-					slot->node[0] = '\0';
-					LWLockRelease(zkl_shared->lock);
-					zkl_fail_slot(slotno, fail_rc);
-					break;
-				}
-				LWLockAcquire(zkl_shared->lock, LW_SHARED);
-				released = slot->state == ZKL_SLOT_RELEASING && slot->granted_at != 0;
-				LWLockRelease(zkl_shared->lock);
-				if (released)
-					zkl_count(released);
-				zkl_free_slot(slotno);
-			}
-			break;
-
-		case ZKL_EV_INSPECT_CHILDREN:
-		case ZKL_EV_INSPECT_DATA:
-			if (work->phase != ZKL_PH_INSPECTING)
-				break;
-			if (ev->rc == ZOK || ev->rc == ZNONODE)
-				zkl_inspect_result(slotno, slot, ev);
-			else
-				zkl_request_failed(slotno, ev->rc);
-			break;
-
-		default:
-			break;
+		LWLockAcquire(zkl_shared->lock, LW_SHARED);
+		wanted = zkl_shared->slots[slotno].wanted;
+		LWLockRelease(zkl_shared->lock);
+		zkl_handlers[i].handler(slotno, &zkl_shared->slots[slotno], ev, wanted);
+		return;
 	}
 }
 
