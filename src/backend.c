@@ -525,52 +525,28 @@ zkl_read_directory(const char *name, dsm_handle reply)
 	}
 }
 
+static void zkl_report_failed(const char *name, const char *dir, int zk_rc) pg_attribute_noreturn();
+static void zkl_report_timeout(const char *name, int64 timeout_ms, bool connected,
+							   bool behind) pg_attribute_noreturn();
+static void zkl_report_no_session(const char *name, int64 try_wait_ms) pg_attribute_noreturn();
+
 /*
- * Post a request and wait for the outcome.  Returns true when granted (the
- * token in *token), false when a try found another holder.  Errors cancel
- * the request first, so no contender node outlives a failed acquire.
+ * Describe a new request of this backend, claim a slot for it and hand it
+ * to the worker.  Returns the slot; *generation identifies this use of it.
  */
-static bool
-zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeout_ms,
-			int64 session_wait_ms, int64 *token)
+static int
+zkl_post_request(const char *name, const char *dir, bool shared, bool xact, bool try_only,
+				 TimestampTz start, uint32 *generation)
 {
-	zkl_local_lock *lock;
-	zkl_local_lock *sibling;
-	zkl_slot   *slot = NULL;
-	int			slotno = -1;
-	uint32		generation;
-	bool		found;
-	TimestampTz start = GetCurrentTimestamp();
-	TimestampTz deadline = timeout_ms > 0 ? zkl_deadline_after(start, timeout_ms) : 0;
-	char	   *dir = zkl_lock_dir(name, strlen(name));
-	char		key[ZKL_KEY_LEN];
 	char		data[ZKL_MAX_DATA_LEN];
 	char		uuid[ZKL_UUID_LEN + 1];
+	zkl_local_lock *sibling = zkl_find_local(name, !shared);
+	zkl_slot   *slot;
+	int			slotno;
 
-	zkl_local_init();
-	zkl_make_key(key, name, shared);
-
-	lock = hash_search(zkl_locks, key, HASH_FIND, &found);
-	if (found)
-	{
-		zkl_report_if_lost(lock);
-		/* Reentrant: stack on the hold we have; ZooKeeper is not asked. */
-		zkl_count_hold(lock, xact, key);
-		*token = lock->token;
-		return true;
-	}
-
-	if (hash_get_num_entries(zkl_locks) >= zkl_backend_cap())
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("too many ZooKeeper locks held by this session"),
-				 errdetail("This session already uses %ld of its %d lock slots.",
-						   hash_get_num_entries(zkl_locks), zkl_backend_cap()),
-				 errhint("Release some locks, or raise zklock.max_locks_per_backend.")));
-
+	/* What may fail comes first: no slot is claimed yet. */
 	zkl_describe_holder(data, shared, xact, start);
 	zkl_random_uuid(uuid);
-	sibling = zkl_find_local(name, !shared);
 
 	slotno = zkl_claim_slot(name, dir, start);
 	slot = &zkl_shared->slots[slotno];
@@ -583,7 +559,85 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 	slot->xact_count = xact ? 1 : 0;
 	strlcpy(slot->uuid, uuid, sizeof(slot->uuid));
 	strlcpy(slot->data, data, sizeof(slot->data));
-	generation = zkl_submit_slot(slotno);
+	*generation = zkl_submit_slot(slotno);
+	return slotno;
+}
+
+/* The worker refused the request: give the slot up and say why. */
+static void
+zkl_report_failed(const char *name, const char *dir, int zk_rc)
+{
+	zkl_cancel_wait(false);
+	if (zk_rc == ZKL_RC_DEADLOCK)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
+				 errmsg("deadlock detected"),
+				 errdetail("This session holds ZooKeeper lock \"%s\" in shared mode, and an exclusive request queued after that hold waits for it.",
+						   name),
+				 errhint("Release the shared lock before asking for the exclusive one, or take the exclusive lock first.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_ZKLOCK_ERROR),
+			 errmsg("ZooKeeper refused the request for lock \"%s\": %s", name, zerror(zk_rc)),
+			 errdetail("The lock directory is \"%s\".", dir),
+			 errhint("Check the ACLs under zklock.root and the zklock.auth setting.")));
+}
+
+/*
+ * The timeout ran out: behind another holder (55P03), or without a
+ * session or an answer from ZooKeeper (ZK001).
+ */
+static void
+zkl_report_timeout(const char *name, int64 timeout_ms, bool connected, bool behind)
+{
+	zkl_cancel_wait(false);
+	zkl_count(timeouts);
+	if (!connected || !behind)
+		ereport(ERROR,
+				(errcode(ERRCODE_ZKLOCK_UNAVAILABLE),
+				 errmsg("could not obtain ZooKeeper lock \"%s\": ZooKeeper is not reachable", name),
+				 !connected ?
+				 errdetail("Gave up after %ld ms without a ZooKeeper session.", (long) timeout_ms) :
+				 errdetail("Gave up after %ld ms without an answer from ZooKeeper.", (long) timeout_ms),
+				 errhint("Check that zklock.hosts (\"%s\") lists running ZooKeeper servers.", zkl_hosts)));
+	ereport(ERROR,
+			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+			 errmsg("could not obtain ZooKeeper lock \"%s\"", name),
+			 errdetail("Gave up after waiting %ld ms for another holder to release it.",
+					   (long) timeout_ms)));
+}
+
+/*
+ * No session came in time: within zklock.connect_timeout, or within
+ * try_wait_ms (>= 0) when a try's own bound was shorter.
+ */
+static void
+zkl_report_no_session(const char *name, int64 try_wait_ms)
+{
+	zkl_cancel_wait(false);
+	ereport(ERROR,
+			(errcode(ERRCODE_ZKLOCK_UNAVAILABLE),
+			 errmsg("could not obtain ZooKeeper lock \"%s\": ZooKeeper is not reachable", name),
+			 try_wait_ms == 0 ?
+			 errdetail("There is no ZooKeeper session, and a timeout of zero does not wait for one.") :
+			 try_wait_ms > 0 ?
+			 errdetail("No ZooKeeper session for %ld ms (lock_timeout).", (long) try_wait_ms) :
+			 errdetail("No ZooKeeper session for %d ms (zklock.connect_timeout).", zkl_connect_timeout),
+			 errhint("Check that zklock.hosts (\"%s\") lists running ZooKeeper servers.", zkl_hosts)));
+}
+
+/*
+ * Wait for the worker's outcome of a posted request: true when granted
+ * (the token in *token), false when a try found another holder.  Every
+ * error gives the request up first, so no contender node outlives it.
+ * deadline bounds the wait behind other holders, the session waits by
+ * zklock.connect_timeout and session_wait_ms (see zkl_request).
+ */
+static bool
+zkl_await_grant(const char *name, const char *dir, int slotno, uint32 generation,
+				bool try_only, TimestampTz start, TimestampTz deadline, int64 timeout_ms,
+				int64 session_wait_ms, int64 *token)
+{
+	zkl_slot   *slot = &zkl_shared->slots[slotno];
 
 	for (;;)
 	{
@@ -608,7 +662,7 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 		LWLockRelease(zkl_shared->lock);
 
 		if (state == ZKL_SLOT_HELD)
-			break;
+			return true;
 		if (state == ZKL_SLOT_BUSY)
 		{
 			/* The worker deletes the node and frees the slot. */
@@ -617,25 +671,8 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 				elog(ERROR, "zklock slot %d was taken away from a waiting request", slotno);
 			return false;
 		}
-		if (state == ZKL_SLOT_FAILED && zk_rc == ZKL_RC_DEADLOCK)
-		{
-			zkl_cancel_wait(false);
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
-					 errmsg("deadlock detected"),
-					 errdetail("This session holds ZooKeeper lock \"%s\" in shared mode, and an exclusive request queued after that hold waits for it.",
-							   name),
-					 errhint("Release the shared lock before asking for the exclusive one, or take the exclusive lock first.")));
-		}
 		if (state == ZKL_SLOT_FAILED)
-		{
-			zkl_cancel_wait(false);
-			ereport(ERROR,
-					(errcode(ERRCODE_ZKLOCK_ERROR),
-					 errmsg("ZooKeeper refused the request for lock \"%s\": %s", name, zerror(zk_rc)),
-					 errdetail("The lock directory is \"%s\".", dir),
-					 errhint("Check the ACLs under zklock.root and the zklock.auth setting.")));
-		}
+			zkl_report_failed(name, dir, zk_rc);
 
 		/*
 		 * The timeout is for waiting: it ends the request when ZooKeeper is
@@ -649,23 +686,7 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 		proof_until = 0;
 		if (deadline != 0 && now >= deadline &&
 			(behind || session != ZKL_SESSION_CONNECTED || !zkl_session_proven(NULL, &proof_until)))
-		{
-			zkl_cancel_wait(false);
-			zkl_count(timeouts);
-			if (session != ZKL_SESSION_CONNECTED || !behind)
-				ereport(ERROR,
-						(errcode(ERRCODE_ZKLOCK_UNAVAILABLE),
-						 errmsg("could not obtain ZooKeeper lock \"%s\": ZooKeeper is not reachable", name),
-						 session != ZKL_SESSION_CONNECTED ?
-						 errdetail("Gave up after %ld ms without a ZooKeeper session.", (long) timeout_ms) :
-						 errdetail("Gave up after %ld ms without an answer from ZooKeeper.", (long) timeout_ms),
-						 errhint("Check that zklock.hosts (\"%s\") lists running ZooKeeper servers.", zkl_hosts)));
-			ereport(ERROR,
-					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-					 errmsg("could not obtain ZooKeeper lock \"%s\"", name),
-					 errdetail("Gave up after waiting %ld ms for another holder to release it.",
-							   (long) timeout_ms)));
-		}
+			zkl_report_timeout(name, timeout_ms, session == ZKL_SESSION_CONNECTED, behind);
 		if (deadline != 0)
 			wake = now < deadline ? deadline : proof_until;
 
@@ -678,18 +699,7 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 			if (try_bound)
 				conn_deadline = try_deadline;
 			if (now >= conn_deadline)
-			{
-				zkl_cancel_wait(false);
-				ereport(ERROR,
-						(errcode(ERRCODE_ZKLOCK_UNAVAILABLE),
-						 errmsg("could not obtain ZooKeeper lock \"%s\": ZooKeeper is not reachable", name),
-						 try_bound && session_wait_ms == 0 ?
-						 errdetail("There is no ZooKeeper session, and a timeout of zero does not wait for one.") :
-						 try_bound ?
-						 errdetail("No ZooKeeper session for %ld ms (lock_timeout).", (long) session_wait_ms) :
-						 errdetail("No ZooKeeper session for %d ms (zklock.connect_timeout).", zkl_connect_timeout),
-						 errhint("Check that zklock.hosts (\"%s\") lists running ZooKeeper servers.", zkl_hosts)));
-			}
+				zkl_report_no_session(name, try_bound ? session_wait_ms : -1);
 			if (wake == 0 || conn_deadline < wake)
 				wake = conn_deadline;
 		}
@@ -702,6 +712,51 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 			ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
+}
+
+/*
+ * Post a request and wait for the outcome.  Returns true when granted (the
+ * token in *token), false when a try found another holder.  Errors cancel
+ * the request first, so no contender node outlives a failed acquire.
+ */
+static bool
+zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeout_ms,
+			int64 session_wait_ms, int64 *token)
+{
+	zkl_local_lock *lock;
+	int			slotno;
+	uint32		generation;
+	bool		found;
+	TimestampTz start = GetCurrentTimestamp();
+	TimestampTz deadline = timeout_ms > 0 ? zkl_deadline_after(start, timeout_ms) : 0;
+	char	   *dir = zkl_lock_dir(name, strlen(name));
+	char		key[ZKL_KEY_LEN];
+
+	zkl_local_init();
+	zkl_make_key(key, name, shared);
+
+	lock = hash_search(zkl_locks, key, HASH_FIND, &found);
+	if (found)
+	{
+		zkl_report_if_lost(lock);
+		/* Reentrant: stack on the hold we have; ZooKeeper is not asked. */
+		zkl_count_hold(lock, xact, key);
+		*token = lock->token;
+		return true;
+	}
+
+	if (hash_get_num_entries(zkl_locks) >= zkl_backend_cap())
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many ZooKeeper locks held by this session"),
+				 errdetail("This session already uses %ld of its %d lock slots.",
+						   hash_get_num_entries(zkl_locks), zkl_backend_cap()),
+				 errhint("Release some locks, or raise zklock.max_locks_per_backend.")));
+
+	slotno = zkl_post_request(name, dir, shared, xact, try_only, start, &generation);
+	if (!zkl_await_grant(name, dir, slotno, generation, try_only, start, deadline, timeout_ms,
+						 session_wait_ms, token))
+		return false;
 
 	/*
 	 * Known to the local table before it stops being the wait: no gap to leak

@@ -197,27 +197,18 @@ zkl_fetch_directory(const char *name)
 	}
 }
 
-void
-zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
+/*
+ * The contenders in the worker's reply, in listing order: the children of
+ * a layout zklock reads, each with its data, zklock's description as jsonb
+ * when the data is one, and its owner.  *count gets how many there are.
+ */
+static zkl_contender *
+zkl_contenders_of(zkl_inspect_reply *reply, int *count)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char		key[ZKL_MAX_NAME_LEN + 1];
-	char	   *dir;
-	dsm_segment *seg;
-	zkl_inspect_reply *reply;
-	char	   *p;
 	zkl_contender *all;
-	const char **names;
-	const char **ours;
+	char	   *p;
 	int			n = 0;
 
-	zkl_require_shmem();
-	zkl_name_key(name, key);
-	dir = zkl_lock_dir(key, strlen(key));
-	InitMaterializedSRF(fcinfo, 0);
-
-	seg = zkl_fetch_directory(key);
-	reply = dsm_segment_address(seg);
 	all = palloc(sizeof(zkl_contender) * Max(reply->nchildren, 1));
 	p = (char *) reply + MAXALIGN(sizeof(zkl_inspect_reply));
 	for (int i = 0; i < reply->nchildren; i++)
@@ -252,6 +243,31 @@ zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
 		if (zkl_contender_parse(c->node, &c->name))
 			n++;
 	}
+	*count = n;
+	return all;
+}
+
+void
+zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char		key[ZKL_MAX_NAME_LEN + 1];
+	char	   *dir;
+	dsm_segment *seg;
+	zkl_inspect_reply *reply;
+	zkl_contender *all;
+	const char **names;
+	const char **ours;
+	int			n = 0;
+
+	zkl_require_shmem();
+	zkl_name_key(name, key);
+	dir = zkl_lock_dir(key, strlen(key));
+	InitMaterializedSRF(fcinfo, 0);
+
+	seg = zkl_fetch_directory(key);
+	reply = dsm_segment_address(seg);
+	all = zkl_contenders_of(reply, &n);
 	dsm_detach(seg);
 
 	/* Queue order is serial-number order, right across the counter's wrap. */

@@ -549,6 +549,33 @@ zkl_worker_exit(int code, Datum arg)
 	LWLockRelease(zkl_shared->lock);
 }
 
+/*
+ * The worker leaves.  With nothing held, closing the session is clean.
+ * With holders still alive (the worker alone was terminated), the session
+ * stays open and the next worker reattaches to it: their locks survive.
+ * Exit code 1 asks the postmaster for a restart: a worker terminated alone
+ * must come back.  At server shutdown nothing restarts anyway.
+ */
+static void
+zkl_worker_exit_session(void)
+{
+	if (zkl_slots_in_use() > 0 && zkl_zh != NULL)
+	{
+		ereport(LOG,
+				(errmsg("zklock worker exiting with locks in use; the next worker reattaches to ZooKeeper session 0x%llx",
+						(unsigned long long) zkl_shared->session_id)));
+		proc_exit(1);
+	}
+	ereport(LOG, (errmsg("zklock worker shutting down; closing ZooKeeper session")));
+	zkl_close_session();
+	zkl_session_file_remove();
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zkl_shared->session_id = 0;
+	zkl_shared->session_state = ZKL_SESSION_STARTING;
+	LWLockRelease(zkl_shared->lock);
+	proc_exit(1);
+}
+
 void
 zkl_worker_main(Datum arg)
 {
@@ -636,31 +663,7 @@ zkl_worker_main(Datum arg)
 		ResetLatch(MyLatch);
 	}
 
-	/*
-	 * With nothing held, closing the session is clean.  With holders still
-	 * alive (the worker alone was terminated), the session stays open and the
-	 * next worker reattaches to it: their locks survive.
-	 */
-	if (zkl_slots_in_use() > 0 && zkl_zh != NULL)
-	{
-		ereport(LOG,
-				(errmsg("zklock worker exiting with locks in use; the next worker reattaches to ZooKeeper session 0x%llx",
-						(unsigned long long) zkl_shared->session_id)));
-		proc_exit(1);
-	}
-	ereport(LOG, (errmsg("zklock worker shutting down; closing ZooKeeper session")));
-	zkl_close_session();
-	zkl_session_file_remove();
-	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zkl_shared->session_id = 0;
-	zkl_shared->session_state = ZKL_SESSION_STARTING;
-	LWLockRelease(zkl_shared->lock);
-
-	/*
-	 * Exit code 1 asks the postmaster for a restart: a worker terminated
-	 * alone must come back.  At server shutdown nothing restarts anyway.
-	 */
-	proc_exit(1);
+	zkl_worker_exit_session();
 }
 
 void
