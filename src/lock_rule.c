@@ -18,7 +18,9 @@
  *   are never waited for;
  * - a request whose own read has a writer queued behind it, and that
  *   would wait for that writer, waits for ever: a deadlock;
- * - a waiter watches only the nearest node it waits for.
+ * - a waiter watches only the nearest node it waits for; when that node
+ *   goes, the waiter holds without a new listing if it was the only node
+ *   in the way or an exclusive grant (zkl_holds_after_predecessor).
  *
  * "Ahead" is serial-number order (RFC 1982) on the 32-bit counter: a is
  * ahead of b when b - a, computed modulo 2^32, is positive as a signed
@@ -191,4 +193,20 @@ zkl_decide(const char *const *children, int nchildren,
 	d.verdict = d.blockers == 0 ? ZKL_VERDICT_HELD :
 		deadlock ? ZKL_VERDICT_DEADLOCK : ZKL_VERDICT_WAIT;
 	return d;
+}
+
+/*
+ * Whether a waiter holds once the node it watched is deleted, without
+ * reading the directory again.  It does when that node was the only one it
+ * waited for: sequence numbers only grow, so nothing can appear ahead of
+ * it.  It also does when that node was an exclusive grant (of this
+ * cluster, which knows): an exclusive grant is the lowest node, and being
+ * the nearest node ahead of the waiter, nothing else was left ahead.
+ * Otherwise the waiter lists the directory and decides again.
+ */
+bool
+zkl_holds_after_predecessor(bool predecessor_was_only_blocker,
+							bool predecessor_was_exclusive_grant)
+{
+	return predecessor_was_only_blocker || predecessor_was_exclusive_grant;
 }

@@ -715,15 +715,15 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 }
 
 /*
- * Whether a slot of ours holds, or held until its release, the lowest node
- * of its directory: an exclusive grant is the lowest node, and no lower one
- * can appear.  Not a shared hold (other readers may be lower), nor one with
- * the holder's own read below it.  ZooKeeper sends a deletion's watch
- * events before the delete's answer, so a waiter of ours hears of its
- * predecessor while our slot still shows the release.
+ * Whether a slot of ours is, or was until its release, an exclusive grant
+ * (zkl_holds_after_predecessor says what follows from that): not a shared
+ * hold, nor one whose backend holds the lock shared too (its own read may
+ * lie below it).  ZooKeeper sends a deletion's watch events before the
+ * delete's answer, so a waiter of ours hears of its predecessor while our
+ * slot still shows the release.
  */
 static bool
-zkl_was_lowest(const zkl_slot *holder)
+zkl_is_exclusive_grant(const zkl_slot *holder)
 {
 	return holder->kind != ZKL_NODE_READ && holder->sibling_slotno < 0 &&
 		holder->granted_at != 0 &&
@@ -740,7 +740,7 @@ zkl_predecessor_gone(int slotno, zkl_slot *slot)
 	bool		pred_held_here = false;
 	zkl_node_entry *entry = NULL;
 
-	/* A predecessor that was this cluster's exclusive holder was lowest. */
+	/* Was the predecessor this cluster's exclusive grant? */
 	if (!zkl_works[slotno].pred_was_last && zkl_node_map != NULL)
 		entry = hash_search(zkl_node_map, zkl_works[slotno].pred, HASH_FIND, NULL);
 	if (entry != NULL && entry->slotno != slotno)
@@ -748,13 +748,13 @@ zkl_predecessor_gone(int slotno, zkl_slot *slot)
 		zkl_slot   *other = &zkl_shared->slots[entry->slotno];
 
 		LWLockAcquire(zkl_shared->lock, LW_SHARED);
-		pred_held_here = zkl_was_lowest(other) &&
+		pred_held_here = zkl_is_exclusive_grant(other) &&
 			strcmp(other->node, zkl_works[slotno].pred) == 0 &&
 			strcmp(other->dir, slot->dir) == 0;
 		LWLockRelease(zkl_shared->lock);
 	}
 	zkl_works[slotno].handoff = true;
-	if (zkl_works[slotno].pred_was_last || pred_held_here)
+	if (zkl_holds_after_predecessor(zkl_works[slotno].pred_was_last, pred_held_here))
 		zkl_grant(slotno, slot);
 	else
 		zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);

@@ -312,6 +312,15 @@ test_wrap(void)
 	}
 }
 
+static void
+test_handoff(void)
+{
+	check(zkl_holds_after_predecessor(true, false), "handoff: the only node in the way went: held");
+	check(zkl_holds_after_predecessor(false, true), "handoff: an exclusive grant went: held");
+	check(zkl_holds_after_predecessor(true, true), "handoff: both: held");
+	check(!zkl_holds_after_predecessor(false, false), "handoff: otherwise list and decide again");
+}
+
 int
 main(void)
 {
@@ -322,6 +331,7 @@ main(void)
 	test_layouts();
 	test_odd_listings();
 	test_wrap();
+	test_handoff();
 	printf("1..%d\n", tests);
 	if (failures)
 		printf("# %d of %d tests failed\n", failures, tests);
