@@ -1031,6 +1031,7 @@ zkl_session_proven(int *timeout_ms, TimestampTz *until)
 {
 	zkl_session_state state;
 	TimestampTz last_contact;
+	TimestampTz proof_until;
 	int			timeout;
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
@@ -1039,12 +1040,12 @@ zkl_session_proven(int *timeout_ms, TimestampTz *until)
 	timeout = zkl_shared->negotiated_timeout > 0 ? zkl_shared->negotiated_timeout : zkl_session_timeout;
 	LWLockRelease(zkl_shared->lock);
 
+	proof_until = TimestampTzPlusMilliseconds(last_contact, timeout / 3);
 	if (timeout_ms)
 		*timeout_ms = timeout;
 	if (until)
-		*until = TimestampTzPlusMilliseconds(last_contact, timeout / 3);
-	return state == ZKL_SESSION_CONNECTED &&
-		GetCurrentTimestamp() < TimestampTzPlusMilliseconds(last_contact, timeout / 3);
+		*until = proof_until;
+	return state == ZKL_SESSION_CONNECTED && GetCurrentTimestamp() < proof_until;
 }
 
 /* The commit's wait for proof is over, however it ended (an error too). */

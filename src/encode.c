@@ -116,7 +116,7 @@ zkl_text_for_reader(const char *bytes, int len, int src_encoding)
  * Append value to buf as a JSON string of ASCII only: whatever the
  * database's encoding, the node data is then valid UTF-8 for every
  * ZooKeeper client and valid text in every database that reads it.
- * Non-ASCII characters become \uXXXX escapes (in a SQL_ASCII database,
+ * Non-ASCII characters become \u escapes of four hex digits (in a SQL_ASCII database,
  * bytes that are not UTF-8 become U+FFFD).
  */
 void

@@ -145,11 +145,26 @@ zkl_decide(const char *const *children, int nchildren,
 	zkl_decision d = {ZKL_VERDICT_ABSENT, -1, 0};
 	zkl_contender_name me;
 	zkl_contender_name nearest = {0, false};
+	zkl_contender_name r;
+	bool		have_read = false;
+	int32_t		first_read = 0;
 	bool		found_self = false;
 	bool		deadlock = false;
 
 	if (!zkl_contender_parse(own, &me))
 		return d;
+
+	/*
+	 * The earliest read of our own backend, once: a writer after it waits for
+	 * us.
+	 */
+	for (int j = 0; j < nours; j++)
+		if (ours[j] != NULL && zkl_contender_parse(ours[j], &r) && r.shared &&
+			(!have_read || zkl_seq_compare(r.seq, first_read) < 0))
+		{
+			have_read = true;
+			first_read = r.seq;
+		}
 
 	for (int i = 0; i < nchildren; i++)
 	{
@@ -167,14 +182,8 @@ zkl_decide(const char *const *children, int nchildren,
 			continue;
 
 		/* A writer queued behind a read of ours waits for us, and we for it. */
-		if (!c.shared)
-			for (int j = 0; j < nours && !deadlock; j++)
-			{
-				zkl_contender_name r;
-
-				deadlock = ours[j] != NULL && zkl_contender_parse(ours[j], &r) &&
-					r.shared && zkl_seq_compare(r.seq, c.seq) < 0;
-			}
+		if (!c.shared && have_read && zkl_seq_compare(first_read, c.seq) < 0)
+			deadlock = true;
 
 		d.blockers++;
 		if (d.watch < 0 || zkl_seq_compare(c.seq, nearest.seq) > 0)
