@@ -1,21 +1,35 @@
 -- input: bad arguments get clear errors and change nothing; names encode safely
+-- Every error expected here is followed by its SQLSTATE (\echo :LAST_ERROR_SQLSTATE).
 \set VERBOSITY default
 SELECT zk_lock_acquire('');
+\echo :LAST_ERROR_SQLSTATE
 SELECT zk_lock_try(NULL);
+\echo :LAST_ERROR_SQLSTATE
 SELECT zk_lock_acquire(repeat('x', 256));
+\echo :LAST_ERROR_SQLSTATE
 SELECT length(zk_lock_path(repeat('x', 255))) AS longest_ok;
 SELECT zk_lock_acquire('neg', '-1 second');
+\echo :LAST_ERROR_SQLSTATE
 SELECT zk_lock_release('');
+\echo :LAST_ERROR_SQLSTATE
 SELECT zk_lock_acquire_shared(NULL);
+\echo :LAST_ERROR_SQLSTATE
 SELECT zk_lock_try_shared('');
+\echo :LAST_ERROR_SQLSTATE
 SELECT zk_lock_release_shared('never-held');
 SELECT zk_lock_acquire(ARRAY[]::text[]);
+\echo :LAST_ERROR_SQLSTATE
 SELECT zk_lock_acquire(ARRAY['a', NULL]);
+\echo :LAST_ERROR_SQLSTATE
 SELECT zk_lock_acquire(ARRAY[['a', 'b'], ['c', 'd']]);
+\echo :LAST_ERROR_SQLSTATE
 SELECT zk_lock_acquire_xact(NULL::text[]);
+\echo :LAST_ERROR_SQLSTATE
 SELECT zk_lock_acquire(ARRAY['ok', repeat('x', 256)]);
+\echo :LAST_ERROR_SQLSTATE
 SELECT count(*) AS no_contenders FROM zk_lock_contenders('never-used');
 SET zklock.exclusive_layout = 'nonsense';
+\echo :LAST_ERROR_SQLSTATE
 SELECT count(*) AS nothing_left FROM zk_locks;
 
 -- names that could escape or collide map to distinct, plain components
@@ -60,6 +74,7 @@ DROP FUNCTION zkl_decode(text);
 SET zklock.max_locks_per_backend = 2;
 SELECT zk_lock_acquire('cap1') > 0, zk_lock_acquire('cap2') > 0;
 SELECT zk_lock_acquire('cap3');
+\echo :LAST_ERROR_SQLSTATE
 SELECT zk_lock_acquire('cap1') > 0 AS reentrant_still_fine;
 RESET zklock.max_locks_per_backend;
 SELECT zk_lock_release_all();

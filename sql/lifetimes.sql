@@ -51,6 +51,7 @@ SELECT zk_lock_release('s3');
 BEGIN;
 SELECT zk_lock_acquire_xact('e') > 0;
 SELECT 1 / 0;
+\echo :LAST_ERROR_SQLSTATE
 ROLLBACK;
 SELECT held('e');
 
@@ -58,6 +59,7 @@ SELECT held('e');
 BEGIN;
 SELECT zk_lock_acquire_xact('p') > 0;
 PREPARE TRANSACTION 'zkl_p';
+\echo :LAST_ERROR_SQLSTATE
 SELECT held('p');
 SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'zkl_p';
 -- session holds do not stop a PREPARE

@@ -2,12 +2,19 @@
 CREATE ROLE zkl_regress_user;
 SET ROLE zkl_regress_user;
 SELECT zk_lock_try('sec');
+\echo :LAST_ERROR_SQLSTATE
 SELECT * FROM zk_locks;
+\echo :LAST_ERROR_SQLSTATE
 SELECT zk_status();
+\echo :LAST_ERROR_SQLSTATE
 SHOW zklock.auth;
+\echo :LAST_ERROR_SQLSTATE
 SELECT current_setting('zklock.auth');
+\echo :LAST_ERROR_SQLSTATE
 SET zklock.auth = 'u:p';
+\echo :LAST_ERROR_SQLSTATE
 SET zklock.max_locks_per_backend = 1000;
+\echo :LAST_ERROR_SQLSTATE
 SELECT count(*) AS visible_auth FROM pg_settings WHERE name = 'zklock.auth';
 SELECT current_setting('zklock.hosts') <> '' AS hosts_visible;
 RESET ROLE;

@@ -9,7 +9,15 @@
 # if anything failed.  ZKLOCK_KEEP_WORK=1 keeps the work directory even on
 # success (it is always kept on failure, for the logs).  ZKLOCK_TAP=PATTERN
 # runs only the TAP tests whose file names match the shell glob PATTERN
-# (ZKLOCK_TAP=none: none), for a quicker round while developing.
+# (ZKLOCK_TAP=none: none), for a quicker round while developing; a pattern
+# that matches no file is an error, and under CI (CI set, as .ci/run sets it)
+# any selection is refused.
+#
+# A green run means every stage ran tests: a stage that runs none (an empty
+# REGRESS or ISOLATION, a unit program that prints no test) fails; a TAP
+# test skipped ("ok N # skip") counts as skipped, not passed, and under CI a
+# skip fails the run; a BAIL_OUT counts one failure for each script it kept
+# from running.
 set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -19,6 +27,7 @@ ZKSERVER=$TOP/test/zkserver.sh
 
 PASSED=0
 FAILED=0
+SKIPPED=0
 WORK=
 FAILED_STAGES=()
 
@@ -42,23 +51,52 @@ count_pg_regress() {
 	echo "$p $f"
 }
 
-# Print "P F" for prove -v output: top-level "ok" lines pass; failures are
-# summed from prove's "Failed X/Y subtests" (which also counts planned tests
-# that never ran); to-do tests count for neither.  A failing prove run with
-# nothing counted (a test died before any output) counts as one failure.
+# Print "P F S" for prove -v output: top-level "ok" lines pass, except
+# skipped ones ("ok N # skip"), which are S; failures are summed from prove's
+# "Failed X/Y subtests" (which also counts planned tests that never ran);
+# to-do tests count for neither.  A failing prove run with nothing counted (a
+# test died before any output) counts as one failure.  After a BAIL_OUT,
+# prove runs no further script: each of them (the scripts given after the
+# one that bailed, named in $3...) counts one failure.
 count_prove() {
-	local log=$1 rc=$2 p f
-	p=$(grep -E '^ok [0-9]+' "$log" | grep -cvi '# todo' || true)
+	local log=$1 rc=$2 p f s bailed
+	shift 2
+	p=$(grep -E '^ok [0-9]+' "$log" | grep -viE '# (todo|skip)' -c || true)
+	s=$(grep -E '^ok [0-9]+' "$log" | grep -ciE '# skip' || true)
 	f=$(sed -nE 's/^Failed ([0-9]+)\/[0-9]+ subtests.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
+	if grep -q '^Bailout called' "$log" || grep -q '^Bail out!' "$log"; then
+		bailed=$(scripts_not_started "$log" "$@")
+		echo "BAIL_OUT: $bailed script(s) never ran" >&2
+		f=$((f + bailed))
+	fi
 	[ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
-	echo "$p $f"
+	echo "$p $f $s"
 }
 
+# How many of the scripts named (after the log) prove never started: the
+# console formatter prints "NAME .." when it starts one.
+scripts_not_started() {
+	local log=$1 n=0 t
+	shift
+	for t in "$@"; do
+		grep -qF "$t .." "$log" || n=$((n + 1))
+	done
+	echo "$n"
+}
+
+# Add "P F [S]" to the tally.  A stage that passed no test and failed none
+# ran nothing: that is a failure of its own (named in $2).
 add_counts() {
-	local p f
-	read -r p f <<<"$1"
+	local p f s
+	read -r p f s <<<"$1"
 	PASSED=$((PASSED + p))
 	FAILED=$((FAILED + f))
+	SKIPPED=$((SKIPPED + ${s:-0}))
+	if [ "$((p + f))" -eq 0 ]; then
+		echo "stage $2 ran no test" >&2
+		FAILED=$((FAILED + 1))
+		stage_failed "$2 (no test ran)"
+	fi
 }
 
 finish() {
@@ -66,9 +104,19 @@ finish() {
 	if [ ${#FAILED_STAGES[@]} -gt 0 ]; then
 		echo "failed: ${FAILED_STAGES[*]}"
 	fi
-	echo "$PASSED passed, $FAILED failed"
+	if [ -n "${CI:-}" ] && [ "$SKIPPED" -gt 0 ]; then
+		echo "CI runs every test: $SKIPPED skipped"
+		FAILED_STAGES+=(skipped-under-ci)
+	fi
+	echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
 	[ "$FAILED" -eq 0 ] && [ ${#FAILED_STAGES[@]} -eq 0 ]
 }
+
+# Under CI the whole suite runs: no selection of TAP tests.
+if [ -n "${CI:-}" ] && [ -n "${ZKLOCK_TAP:-}" ]; then
+	echo "CI is set but ZKLOCK_TAP selects tests ($ZKLOCK_TAP): CI runs the whole suite" >&2
+	exit 1
+fi
 
 say "dependencies"
 bash "$TOP/test/install-deps.sh"
@@ -99,7 +147,7 @@ say "unit tests"
 rc=0
 run_logged "$WORK/unit.log" bash -c 'make -s -C "$1/test/unit" lock_rule_test &&
 	cd "$1" && prove -v --exec "" test/unit/lock_rule_test' _ "$TREE" || rc=$?
-add_counts "$(count_prove "$WORK/unit.log" "$rc")"
+add_counts "$(count_prove "$WORK/unit.log" "$rc")" unit
 [ "$rc" -eq 0 ] || stage_failed unit
 
 # PostgreSQL's habits (make check-static): sources formatted as pgindent
@@ -121,6 +169,13 @@ make_var() {
 }
 REGRESS_TESTS=$(make_var REGRESS)
 ISOLATION_TESTS=$(make_var ISOLATION)
+for suite in "REGRESS:$REGRESS_TESTS" "ISOLATION:$ISOLATION_TESTS"; do
+	if [ -z "${suite#*:}" ]; then
+		echo "the Makefile defines no ${suite%%:*} suite" >&2
+		stage_failed "${suite%%:*} (empty)"
+		FAILED=$((FAILED + 1))
+	fi
+done
 
 if [ -n "$REGRESS_TESTS$ISOLATION_TESTS" ]; then
 	say "ZooKeeper and PostgreSQL for make installcheck"
@@ -137,7 +192,7 @@ if [ -n "$REGRESS_TESTS$ISOLATION_TESTS" ]; then
 			rc=0
 			run_logged "$WORK/regress.log" "${PGENV[@]}" ISOLATION= || rc=$?
 			counts=$(count_pg_regress "$WORK/regress.log" "$rc")
-			add_counts "$counts"
+			add_counts "$counts" pg_regress
 			if [ "$rc" -ne 0 ]; then
 				stage_failed pg_regress
 				if [ -f "$TREE/regression.diffs" ]; then
@@ -151,7 +206,7 @@ if [ -n "$REGRESS_TESTS$ISOLATION_TESTS" ]; then
 			rc=0
 			run_logged "$WORK/isolation.log" "${PGENV[@]}" REGRESS= || rc=$?
 			counts=$(count_pg_regress "$WORK/isolation.log" "$rc")
-			add_counts "$counts"
+			add_counts "$counts" isolation
 			if [ "$rc" -ne 0 ]; then
 				stage_failed isolation
 				if [ -f "$TREE/output_iso/regression.diffs" ]; then
@@ -194,8 +249,8 @@ if [ ${#TAP_TESTS[@]} -gt 0 ]; then
 		PATH="$PATH" PERL5LIB="$PERL_TEST_LIB:$TREE/test/lib" \
 		PG_REGRESS="$PG_REGRESS" TESTDIR="$TREE" PG_CONFIG="$PG_CONFIG" \
 		prove -v --formatter TAP::Formatter::Console "${TAP_TESTS[@]}" || rc=$?
-	counts=$(count_prove "$WORK/prove.log" "$rc")
-	add_counts "$counts"
+	counts=$(count_prove "$WORK/prove.log" "$rc" "${TAP_TESTS[@]}")
+	add_counts "$counts" prove
 	if [ "$rc" -ne 0 ]; then
 		stage_failed prove
 		sed -nE 's/^(test\/t\/[^ ]+\.pl) +\(Wstat.*/\1/p' "$WORK/prove.log" | while IFS= read -r t; do
@@ -214,8 +269,12 @@ if [ ${#TAP_TESTS[@]} -gt 0 ]; then
 			tail -n 25 "$f"
 		done
 	fi
+elif [ "${ZKLOCK_TAP:-}" = none ]; then
+	echo "ZKLOCK_TAP=none: no TAP test run"
 else
-	echo "no TAP tests in test/t; skipping prove"
+	echo "no TAP test in test/t matches ${ZKLOCK_TAP:-*}" >&2
+	stage_failed "prove (no test matched)"
+	FAILED=$((FAILED + 1))
 fi
 
 # The benchmark's smallest shape, so that it cannot rot; it asserts no time.

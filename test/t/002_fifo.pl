@@ -1,5 +1,7 @@
 # FIFO across clusters: five waiters from two clusters, queued one after
-# another behind a holder, are granted in the order they asked.
+# another behind a holder, are granted in the order they asked, and each
+# one's fencing token is its node's czxid as ZooKeeper reports it to a
+# client of its own (zkutil), not a number zklock makes up.
 use strict;
 use warnings FATAL => 'all';
 
@@ -19,6 +21,8 @@ $holder->query_safe("SELECT zk_lock_acquire('fifo')");
 # lock briefly and releases it.
 my @order = qw(a b a b b);
 my @waiters;
+my @czxid;    # of each waiter's node, read with zkutil while it is queued
+my %seen = map { $_ => 1 } zk_ls($zk, $dir);
 for my $i (0 .. $#order)
 {
 	my $s = bg_session($node{ $order[$i] });
@@ -28,6 +32,8 @@ for my $i (0 .. $#order)
 		  . "SELECT zk_lock_release('fifo');\n");
 	# The next waiter asks only once this one is queued in ZooKeeper.
 	wait_until(sub { scalar(zk_ls($zk, $dir)) == $i + 2 }, 30, "waiter $i queued");
+	my ($mine) = grep { !$seen{$_}++ } zk_ls($zk, $dir);
+	$czxid[$i] = zk_stat($zk, "$dir/$mine")->{czxid};
 	push @waiters, $s;
 }
 
@@ -46,8 +52,8 @@ for my $i (0 .. $#waiters)
 
 my @by_time = map { $_->{waiter} } sort { $a->{at} <=> $b->{at} } @grants;
 is_deeply(\@by_time, [ 0 .. 4 ], 'granted in the order they asked');
-my @by_token = map { $_->{waiter} } sort { $a->{token} <=> $b->{token} } @grants;
-is_deeply(\@by_token, [ 0 .. 4 ], 'fencing tokens rise in the same order');
+is_deeply([ map { $_->{token} } @grants ], \@czxid,
+	"each waiter's token is the czxid ZooKeeper reports for its node");
 
 $holder->quit;
 wait_until(sub { !zk_ls($zk, $dir) }, 30, 'no contender node left');

@@ -16,13 +16,17 @@ use Test::More;
 my $zk = zk_start(1);
 my @nodes = map { zklock_node($_, $zk, conf => checker_conf()) } qw(a b c);
 
+# The run is bounded by its count of transactions, not by the clock: a
+# loaded machine takes longer, and the duration is only a safety stop.
 my $res = run_checker(
-	nodes      => \@nodes,
-	zk         => $zk,
-	sessions   => 8,
-	iterations => 100,    # 2,400 transactions at most
-	duration   => 60);
+	nodes           => \@nodes,
+	zk              => $zk,
+	sessions        => 8,
+	iterations      => 100,      # 2,400 transactions
+	acquire_timeout => '60s',
+	duration        => 600);
 
+is($res->{attempts}, 2400, 'every session ran its 100 transactions');
 cmp_ok($res->{committed}, '>=', 2000, 'at least 2,000 holds committed');
 # Without faults nothing but a lock timeout (under heavy load) may fail.
 my @unexpected = grep { !/^acquire 55P03$/ } keys %{ $res->{errors_by_step} };

@@ -51,8 +51,8 @@ my $run = start_checker(
 	nodes      => \@nodes,
 	zk         => $zk,
 	sessions   => 8,
-	iterations => 1000,    # bounded by stop_checker, or by duration
-	duration   => 60);
+	iterations => 1_000_000,    # bounded by stop_checker, or by duration
+	duration   => 600);    # a safety stop: the test stops the checker
 
 wait_until(sub { checker_progress($run) >= 200 }, 30, 'the checker is under way');
 

@@ -142,8 +142,8 @@ zk_stop($zk);
 wait_until(sub { zk_status_of($d)->{state} ne 'connected' }, 10, 'D notices that the ensemble is gone');
 my $t_commit = start_commit($hd);
 sleep 1;
-ok(!zk_running($zk, 1) && !zk_running($zk, 2) && !zk_running($zk, 3),
-	'phase 1: the ensemble is still down while the COMMIT waits');
+is($d->safe_psql('postgres', "SELECT state || ' ' || query FROM pg_stat_activity WHERE pid = $hd_pid"),
+	'active COMMIT', 'phase 1: the COMMIT is still waiting 1 s into the outage');
 my $t_restart = time;
 zk_start_all($zk);
 my $t_back = time;
@@ -198,8 +198,6 @@ like($err, qr/ZK002: could not confirm the ZooKeeper session before commit/,
 	'phase 2: a COMMIT while the ensemble is down fails with ZK002 (could not confirm the session)');
 cmp_ok($waited, '>=', 3.5, sprintf('phase 2: ... after waiting about one session timeout (%.1f s)', $waited));
 cmp_ok($waited, '<', 8, 'phase 2: ... and not much longer');
-ok(!zk_running($zk, 1) && !zk_running($zk, 2) && !zk_running($zk, 3),
-	'phase 2: the ensemble was still down when the COMMIT failed');
 is(committed($a, 'a-commit-during-outage'), '0', 'phase 2: the row of the failed COMMIT is not committed');
 
 # The outage lasts 8 s in all.
@@ -236,7 +234,6 @@ is(committed($a, 'a-commit-after-outage'), '1', 'phase 2: its row is committed')
 
 # L3: C cannot reach server 1; the quorum expires C's session after a
 # session timeout, so its node goes and B's waiter is granted.
-ok(!zk_running($zk, 1), 'phase 2: server 1 is still down');
 is(waiter_outcome($w3), 'granted', 'phase 2: B\'s waiter is granted L3 when C\'s session expires');
 my $t_w3 = time;
 note sprintf('B was granted L3 %.1f s after servers 2 and 3 served again', $t_w3 - $t_quorum);

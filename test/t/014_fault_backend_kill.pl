@@ -4,7 +4,7 @@
 # is reinitialised.  The new worker finds the previous incarnation's session
 # in zklock.session and closes it, so the locks of every backend of the dead
 # incarnation are free at once: ZooKeeper's lock directories empty within
-# 2 s of the kill, although the session timeout is 30 s.  B's waiters (20 s
+# 10 s of the kill (well under a second when idle), although the session timeout is 30 s.  B's waiters (20 s
 # timeouts, shorter than the session timeout) get the locks, and what the
 # killed incarnation had not committed stays uncommitted.
 use strict;
@@ -17,7 +17,11 @@ use Test::More;
 use PostgreSQL::Test::Utils;
 use Time::HiRes qw(time sleep);
 
-my $FREE_WITHIN_S = 2;
+# How soon the dead incarnation's locks must be free: in well under a
+# second on an idle machine, seconds on a loaded one, and only after the 30 s
+# session timeout if zklock did not close the old session.  A third of the
+# timeout tells the two apart with room to spare.
+my $FREE_WITHIN_S = 10;
 
 my $zk = zk_start(1);
 # PostgreSQL::Test::Cluster turns restart_after_crash off; a crash restart
@@ -70,7 +74,7 @@ for my $name (qw(L L2))
 	  or diag_state('after the kill');
 }
 
-# B's waiters are granted, within 2 s of the kill.
+# B's waiters are granted, long before the session timeout.
 for my $name (qw(L L2))
 {
 	my ($at, $out, $err) = waiter_grant($waiter{$name});

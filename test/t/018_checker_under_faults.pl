@@ -110,7 +110,7 @@ my $run = start_checker(
 	zk           => $zk,
 	sessions     => 8,
 	iterations   => 1_000_000,    # bounded by stop_checker, or by duration
-	duration     => 170,
+	duration     => 600,    # a safety stop: the test stops the checker
 	max_restarts => 10);
 
 # What the sessions' psql reported so far, by level and SQLSTATE, read from
