@@ -200,8 +200,8 @@ sub wait_psql_exit
 	my $failed = 0;
 	for (1 .. $n_short)
 	{
-		my (undef, $bad) = $sb->query("SELECT zk_lock_acquire('$name', '1ms')");
-		$failed++ if $bad && $sb->{stderr} =~ /could not obtain ZooKeeper lock/;
+		my (undef, $bad) = $sb->query("\\set VERBOSITY verbose\nSELECT zk_lock_acquire('$name', '1ms')");
+		$failed++ if $bad && $sb->{stderr} =~ /ERROR:\s+55P03: /;
 		$sb->{stderr} = '';
 	}
 	$sb->quit;

@@ -143,7 +143,7 @@ wait_until(sub { zk_status_of($d)->{state} ne 'connected' }, 10, 'D notices that
 my $t_commit = start_commit($hd);
 sleep 1;
 is($d->safe_psql('postgres', "SELECT state || ' ' || query FROM pg_stat_activity WHERE pid = $hd_pid"),
-	'active COMMIT', 'phase 1: the COMMIT is still waiting 1 s into the outage');
+	'active COMMIT;', 'phase 1: the COMMIT is still waiting 1 s into the outage');
 my $t_restart = time;
 zk_start_all($zk);
 my $t_back = time;

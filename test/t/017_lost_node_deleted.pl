@@ -179,6 +179,7 @@ $w->quit;
 my $sb4 = bg_session($b);
 is($sb4->query_safe("SELECT zk_lock_acquire('L4', '10s') > 0"), 't', '(4) SB holds L4');
 my $sx = bg_session($b);
+$sx->query_safe('\set VERBOSITY verbose');
 my $sx_pid = $sx->query_safe('SELECT pg_backend_pid()');
 $sx->query_until(qr/waiting\n/, "\\echo waiting\nSELECT zk_lock_acquire('L4', '3s');\n");
 wait_until(sub { zk_ls($zk, '/zklock/L4') == 2 }, 10, 'SX queued behind SB');
@@ -194,7 +195,7 @@ wait_until(sub {
 }, 10, 'W2 queued behind SX');
 ok(zk_delete($zk, $w2_node), '(4) an operator deletes W2\'s waiting node');
 $sx->query("SELECT 'sync'");
-like($sx->{stderr}, qr/could not obtain ZooKeeper lock "L4"/, '(4) SX times out');
+like($sx->{stderr}, qr/ERROR:\s+55P03: could not obtain ZooKeeper lock "L4"/, '(4) SX times out (55P03)');
 $sx->quit;
 my $w2_new = '';
 wait_until(sub {
