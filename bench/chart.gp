@@ -2,8 +2,12 @@
 # files bench.py writes, one per panel: chart-a.dat (shape a, median ms),
 # chart-b.dat (b, acquisitions/s), chart-c.dat (c, handoffs/s), chart-d.dat
 # (d, ZooKeeper requests per handoff).  Each line: "contender" value.
+# chart-sizes.gp, written with them, sets clients and waiters (the sizes of
+# (b), (c) and (d), smaller in the smoke run) for the titles.
 #
 #   gnuplot -e "datadir='DIR'; out='FILE.png'" bench/chart.gp
+
+load datadir."/chart-sizes.gp"
 
 set terminal pngcairo size 1500,1050 noenhanced font ",10"
 set output out
@@ -26,18 +30,18 @@ plot datadir."/chart-a.dat" using 2:xtic(1) lc rgb "#4477aa", \
 set logscale y
 set yrange [100:*]
 set offsets 0, 0, 0, 0
-set title "(b) 16 clients on 16 locks: acquisitions per second, log scale (higher is better)"
+set title sprintf("(b) %d clients on %d locks: acquisitions per second, log scale (higher is better)", clients, clients)
 plot datadir."/chart-b.dat" using 2:xtic(1) lc rgb "#228833", \
 	'' using 0:2:(sprintf("%.0f", $2)) with labels offset 0,0.8
 
-set title "(c) 16 clients on one lock: handoffs per second, log scale (higher is better)"
+set title sprintf("(c) %d clients on one lock: handoffs per second, log scale (higher is better)", clients)
 plot datadir."/chart-c.dat" using 2:xtic(1) lc rgb "#ccbb44", \
 	'' using 0:2:(sprintf("%.0f", $2)) with labels offset 0,0.8
 
 unset logscale y
 set yrange [0:*]
 set offsets 0, 0, graph 0.12, 0
-set title "(d) 100 waiters on one lock: ZooKeeper requests per handoff (lower is better)"
+set title sprintf("(d) %d waiters on one lock: ZooKeeper requests per handoff (lower is better)", waiters)
 plot datadir."/chart-d.dat" using 2:xtic(1) lc rgb "#aa3377", \
 	'' using 0:2:(sprintf("%.2f", $2)) with labels offset 0,0.8
 

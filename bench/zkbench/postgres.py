@@ -1,0 +1,71 @@
+"""zkbench.postgres: the PostgreSQL side.  Cluster is one of the clusters
+run.sh started (one-off queries by psql, zk_status(), the zklock worker's
+pid); Session is an open psql session that statements go into and result
+lines come out of.
+"""
+
+import json
+import subprocess
+
+from .processes import PROCS, BenchError, run, spawn
+
+
+class Cluster:
+    def __init__(self, spec, name):
+        self.sockdir, port = spec.rsplit(":", 1)
+        self.port = int(port)
+        self.name = name
+
+    def psql_cmd(self):
+        return ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", self.sockdir,
+                "-p", str(self.port), "-U", "postgres", "-d", "postgres"]
+
+    def query(self, sql, timeout=300):
+        return run(self.psql_cmd() + ["-c", sql], timeout=timeout).strip()
+
+    def status(self):
+        return json.loads(self.query("SELECT row_to_json(s) FROM zk_status() s"))
+
+    def worker_pid(self):
+        out = self.query("SELECT pid FROM pg_stat_activity WHERE backend_type = 'zklock worker'")
+        return int(out) if out else None
+
+
+class Session:
+    """An open psql session: statements in, result lines out."""
+    END = "__zkbench_end__"
+
+    def __init__(self, cluster, log):
+        self.p = spawn(cluster.psql_cmd(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                       stderr=log, text=True, bufsize=1)
+
+    def send(self, sql):
+        self.p.stdin.write(sql.rstrip().rstrip(";") + ";\n\\echo " + self.END + "\n")
+        self.p.stdin.flush()
+
+    def read(self):
+        lines = []
+        for text in self.p.stdout:
+            text = text.rstrip("\n")
+            if text == self.END:
+                return "\n".join(lines)
+            lines.append(text)
+        self.p.wait()
+        raise BenchError("psql session ended (status %s); see bench.log" % self.p.returncode)
+
+    def query(self, sql):
+        self.send(sql)
+        return self.read()
+
+    def backend_pid(self):
+        return int(self.query("SELECT pg_backend_pid()"))
+
+    def close(self):
+        try:
+            self.p.stdin.close()
+        except BrokenPipeError:
+            pass
+        self.p.wait(timeout=60)
+        if self.p in PROCS:
+            PROCS.remove(self.p)
+

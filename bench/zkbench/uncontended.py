@@ -1,0 +1,97 @@
+"""zkbench.uncontended: shape (a), one client, uncontended acquire +
+release.  One client takes and gives back one lock in a loop: zklock timed
+in the backend and by pgbench, Curator, kazoo, pg_advisory_lock, and the
+three ZooKeeper floors of zkfloor.c; the median and p99 of a cycle, and
+zklock's median above the floors.
+"""
+
+import os
+
+from .harness import Harness
+from .results import CURATOR
+
+
+class UncontendedShape(Harness):
+    def a_sql(self, kind):
+        return self.uncontended_sql(kind, self.main, self.worker, kind, "bench-a",
+                                    self.a_seconds, self.a_warmup)
+
+    def a_pgbench(self, kind):
+        acq, rel = {"zklock": ("zk_lock_acquire('bench-a-pgbench')",
+                               "zk_lock_release('bench-a-pgbench')"),
+                    "advisory": ("pg_advisory_lock(hashtext('bench-a-pgbench'))",
+                                 "pg_advisory_unlock(hashtext('bench-a-pgbench'))")}[kind]
+        script = self.pgbench_script("a-%s.sql" % kind, "SELECT %s;\nSELECT %s;\n" % (acq, rel))
+        prefix = os.path.join(self.a.work, "pgbench-a-%s" % kind)
+        base = os.path.basename(prefix) + "."
+        for old in os.listdir(self.a.work):
+            if old.startswith(base):
+                os.remove(os.path.join(self.a.work, old))
+        worker = kind == "zklock"
+        if self.smoke:
+            _, usage = self.pgbench(script, 1, log_prefix=prefix, transactions=self.a_maxn,
+                                    worker=worker)
+        else:
+            _, usage = self.pgbench(script, 1, seconds=self.a_seconds, log_prefix=prefix,
+                                    worker=worker)
+        lat = []
+        for name in os.listdir(self.a.work):
+            if name.startswith(base):
+                with open(os.path.join(self.a.work, name)) as f:
+                    lat += [int(x.split()[2]) / 1000.0 for x in f if x.strip()]
+        skip = min(len(lat) // 10, 50)		# connection set-up and first plans
+        return lat[skip:], usage
+
+    def a_driver(self, cmd):
+        out, usage = self.driver_run(cmd + [str(self.a_seconds), str(self.a_warmup),
+                                            str(self.a_maxn)], lambda o: o["n"])
+        return out["lat_ms"], usage
+
+    def shape_a(self):
+        self.say("(a) one client, uncontended acquire + release (%d rounds)" % self.a_rounds)
+        notes = {
+            "zklock": "zklock: zk_lock_acquire + zk_lock_release timed with clock_timestamp() "
+                      "in a PL/pgSQL loop; lock CPU = its backend + the zklock worker",
+            "zklock/pgbench": "client side: the two statements of a cycle sent by pgbench "
+                              "(-M prepared) over the Unix socket; pgbench's per-transaction log",
+            "ZK floor: create+delete": "ZK floor: zkfloor.c on libzookeeper_mt (zklock's own "
+                                       "library), synchronous zoo_create + zoo_delete of an "
+                                       "ephemeral sequential node: the issue's bare create + "
+                                       "delete loop, two round trips",
+            "ZK floor: zklock's requests": "the requests of zklock's fast path sent bare: "
+                                           "zoo_acreate and zoo_aget_children back to back, wait "
+                                           "for the listing, zoo_adelete not waited for (one "
+                                           "round trip)",
+            "ZK floor: exists (1 read)": "one synchronous exists(\"/\"): a read round trip "
+                                         "through libzookeeper_mt and ZooKeeper, the least a "
+                                         "request costs",
+        }
+        contenders = [
+            ("zklock", lambda: self.a_sql("zklock")),
+            ("zklock/pgbench", lambda: self.a_pgbench("zklock")),
+            (CURATOR, lambda: self.a_driver(self.java + ["a"])),
+            ("kazoo", lambda: self.a_driver(self.kazoo + ["a"])),
+            ("pg_advisory_lock", lambda: self.a_sql("advisory")),
+            ("pg_advisory_lock/pgbench", lambda: self.a_pgbench("advisory")),
+            ("ZK floor: create+delete", lambda: self.a_driver(self.floor + ["sync"])),
+            ("ZK floor: zklock's requests", lambda: self.a_driver(self.floor + ["pipelined"])),
+            ("ZK floor: exists (1 read)", lambda: self.a_driver(self.floor + ["exists"])),
+        ]
+        try:
+            got = self.rounds("(a)", contenders, self.a_rounds)
+        finally:
+            self.close_sessions()
+        medians = {}
+        for name, _ in contenders:
+            if name not in got:
+                continue
+            target = ("ratio<=", 0.6) if name.startswith("zklock") else None
+            medians[name] = self.cycle_rows("(a)", "", "%-34s" % name, name, got,
+                                            target=target, note=notes.get(name))
+        if "zklock" in medians:
+            for name, label in (("ZK floor: create+delete", "create+delete"),
+                                ("ZK floor: zklock's requests", "zklock's requests")):
+                if name in medians:
+                    self.res.add("(a)", "zklock median - ZK floor (%s)" % label, "zklock",
+                                 medians["zklock"] - medians[name], "ms", target=("<=", 0.15))
+
