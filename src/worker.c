@@ -37,6 +37,9 @@
 zhandle_t  *zkl_zh = NULL;
 
 static char *zkl_current_hosts = NULL;
+
+/* The credentials given to the session in use (zklock.auth when given). */
+static char *zkl_session_auth = NULL;
 static int	zkl_backoff_ms = 0;
 static TimestampTz zkl_next_connect = 0;
 
@@ -89,6 +92,26 @@ zkl_schedule_reconnect(void)
 {
 	zkl_backoff_ms = zkl_backoff_ms == 0 ? 100 : Min(zkl_backoff_ms * 2, 10000);
 	zkl_next_connect = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), zkl_backoff_ms);
+}
+
+/*
+ * Give the session zklock.auth's credentials unless it has them already.
+ * ZooKeeper keeps every credential a session was given, and the library
+ * gives them again on each reconnection; a reload that sets new
+ * credentials adds them to the session in use, before any create that
+ * follows, so the creator-only ACL of new nodes names them.
+ */
+static void
+zkl_give_auth(void)
+{
+	if (zkl_auth == NULL || zkl_auth[0] == '\0')
+		return;
+	if (zkl_session_auth && strcmp(zkl_session_auth, zkl_auth) == 0)
+		return;
+	zoo_add_auth(zkl_zh, "digest", zkl_auth, strlen(zkl_auth), NULL, NULL);
+	if (zkl_session_auth)
+		pfree(zkl_session_auth);
+	zkl_session_auth = MemoryContextStrdup(TopMemoryContext, zkl_auth);
 }
 
 /*
@@ -145,8 +168,10 @@ zkl_open_session(void)
 	 */
 	zoo_set_servers_resolution_delay(zkl_zh, -1);
 
-	if (zkl_auth && zkl_auth[0] != '\0')
-		zoo_add_auth(zkl_zh, "digest", zkl_auth, strlen(zkl_auth), NULL, NULL);
+	if (zkl_session_auth)
+		pfree(zkl_session_auth);
+	zkl_session_auth = NULL;
+	zkl_give_auth();
 
 	if (zkl_closing_previous)
 		ereport(LOG,
@@ -521,18 +546,23 @@ zkl_handle_interrupts(void)
 	{
 		ConfigReloadPending = false;
 		ProcessConfigFile(PGC_SIGHUP);
-		/* New hosts keep the session: holds survive a move of the ensemble. */
+
+		/*
+		 * New hosts keep the session: the worker leaves without closing it,
+		 * and the next one reattaches to it at the new servers (the client
+		 * library would only use them after the connection in use breaks).
+		 * Holds survive a move of the ensemble; servers of another ensemble
+		 * do not know the session and end it as expired.
+		 */
 		if (zkl_zh && zkl_current_hosts && strcmp(zkl_current_hosts, zkl_hosts) != 0)
 		{
-			if (zoo_set_servers(zkl_zh, zkl_hosts) == ZOK)
-			{
-				pfree(zkl_current_hosts);
-				zkl_current_hosts = MemoryContextStrdup(TopMemoryContext, zkl_hosts);
-				ereport(LOG, (errmsg("zklock now uses ZooKeeper servers %s", zkl_hosts)));
-			}
-			else
-				ereport(LOG, (errmsg("zklock could not switch to ZooKeeper servers \"%s\"", zkl_hosts)));
+			ereport(LOG,
+					(errmsg("zklock moves to ZooKeeper servers %s; its worker restarts to reattach to session 0x%llx there",
+							zkl_hosts, (unsigned long long) zkl_shared->session_id)));
+			proc_exit(1);
 		}
+		if (zkl_zh)
+			zkl_give_auth();
 	}
 }
 

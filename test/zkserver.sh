@@ -15,7 +15,9 @@
 #
 # Environment: JAVA (default: java on PATH), ZK_JAVA_DIR (default
 # /usr/share/java), ZK_START_TIMEOUT (s, default 60), ZK_STOP_TIMEOUT (s,
-# default 5, before SIGKILL).
+# default 5, before SIGKILL), ZK_SYSTEM_PROPERTIES (Java system properties
+# for the servers, e.g. "znode.container.checkIntervalMs=1000", separated by
+# spaces).
 set -euo pipefail
 
 JAVA=${JAVA:-java}
@@ -151,7 +153,11 @@ launch() {
 	# detached so a caller capturing our output never waits on the JVM.
 	(
 		cd "$DIR"
-		exec "$JAVA" -Xmx256m -Xms32m -XX:+UseSerialGC -Djava.net.preferIPv4Stack=true \
+		props=()
+		for p in ${ZK_SYSTEM_PROPERTIES:-}; do
+			props+=("-D$p")
+		done
+		exec "$JAVA" "${props[@]}" -Xmx256m -Xms32m -XX:+UseSerialGC -Djava.net.preferIPv4Stack=true \
 			-Dzookeeper.log.dir="$DIR" -Dzookeeper.jmx.log4j.disable=true \
 			-Dlog4j.configuration="file:$d/log4j.properties" \
 			-cp "$cp" org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zoo.cfg"
