@@ -193,6 +193,7 @@ wait_until(sub {
 }, 15, 'B queued behind A');
 
 my $wk = worker_pid($a);
+expect_crash_restart($a, qr/background worker "zklock worker" \(PID $wk\) was terminated by signal 9: Killed/, 1);
 $log_offset = -s $a->logfile;
 my $t_kill = time;
 ok(kill('KILL', $wk), "(2) SIGKILL to A's worker (pid $wk)");

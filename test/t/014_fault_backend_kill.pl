@@ -50,6 +50,7 @@ is(zk_stat($zk, $l2_node)->{ephemeralOwner}, $old_session, "L2's node belongs to
 # B waits for both.
 my %waiter = map { $_ => queue_waiter($b, $zk, $_, '20s') } qw(L L2);
 
+expect_crash_restart($a, qr/server process \(PID $victim_pid\) was terminated by signal 9: Killed/, 1);
 my $log_offset = -s $a->logfile;
 my $t_kill = time;
 ok(kill('KILL', $victim_pid), "SIGKILL to the holding backend (pid $victim_pid)");

@@ -238,6 +238,7 @@ fault('(3) holding backend SIGKILL', sub {
 	wait_until(sub { $pid = counter_holder($b); $pid ne '' }, 30, 'a backend of b holds counter');
 	my $s1 = zk_status_of($b)->{session_id};
 	my $off = -s $b->logfile;
+	expect_crash_restart($b, qr/server process \(PID $pid\) was terminated by signal 9: Killed/, 1);
 	my $t0 = time;
 	ok(kill('KILL', $pid), "(3) SIGKILL to b's backend $pid, which held counter");
 	wait_until(sub { accepts($b) }, 30, 'b accepts connections after its crash restart');
