@@ -213,8 +213,8 @@ sub peer_excludes_zklock
 	like($self->nodes, $node_re, "${n}'s own node layout for $what");
 	is($self->sql_once("$set SELECT zk_lock_try('x')"), 'f', "zk_lock_try$in fails while $n holds $what");
 	is($self->sql_once("SELECT zk_lock_try_shared('x')"), 'f', "zk_lock_try_shared fails while $n holds $what");
-	like($self->sql_once("\\set VERBOSITY verbose\n$set SELECT zk_lock_acquire('x', '300ms')"),
-		qr/ERROR:\s+55P03: could not obtain ZooKeeper lock "x"/,
+	is($self->sql_once("$set SELECT zk_lock_acquire('x', '300ms')"),
+		'ERROR 55P03: could not obtain ZooKeeper lock "x"',
 		"a timed zk_lock_acquire$in times out while $n holds $what");
 	is($self->release($cmd), 'ok', "$n releases $what");
 	$self->no_contender_left("after $n held $what");

@@ -57,10 +57,17 @@ wait_until(sub {
 }, 30, 'B waits as an Extension wait');
 is($b->safe_psql('postgres', "SELECT state FROM zk_locks WHERE name = 'abc.json'"), 'waiting', 'zk_locks shows B waiting');
 
+my $b_session = zk_status_of($b)->{session_id};
 my $requests_before = $b->safe_psql('postgres', "SELECT zk_requests FROM zk_status()");
+my $zk_before = zk_session_counts($zk, $b_session);
 sleep(1.5);
 is($b->safe_psql('postgres', "SELECT zk_requests FROM zk_status()"), $requests_before,
 	'a waiting B sends no ZooKeeper requests (no polling)');
+# ZooKeeper's count of B's requests: at most one heartbeat (every sixth of
+# the 10 s session timeout) in the 1.5 s; a poll would send many.
+my $zk_after = zk_session_counts($zk, $b_session);
+cmp_ok($zk_after->{requests} - $zk_before->{requests}, '<=', 1,
+	'... as ZooKeeper counts them: at most one heartbeat in 1.5 s');
 
 my $released_at = $sa->query_safe("SELECT extract(epoch FROM clock_timestamp()); SELECT zk_lock_release('abc.json')");
 ($released_at) = split /\n/, $released_at;

@@ -1,4 +1,5 @@
-# The fast path, counted with zk_status()'s counters (no timing):
+# The fast path, counted with zk_status()'s counters and ZooKeeper's own
+# per-session counts (no timing):
 #  (1) Uncontended, an acquire costs three ZooKeeper requests (create and
 #      listing sent back to back, then the watch on its own node) and a
 #      release one (the delete): 200 cycles in one session.
@@ -16,6 +17,7 @@ use FindBin;
 use lib "$FindBin::RealBin/../lib";
 use ZklockTest;
 use Test::More;
+use Time::HiRes qw(time);
 
 my $zk = zk_start(1);
 my $a = zklock_node('a', $zk);
@@ -42,9 +44,14 @@ sub delta
 # so a few cycles may pay for it again.
 $a->safe_psql('postgres', "SELECT zk_lock_acquire('fp') > 0 AND zk_lock_release('fp')");
 wait_until(sub { counters($a)->{released} == 1 }, 10, 'the first release is done');
+my $a_session = zk_status_of($a)->{session_id};
 my $c0 = counters($a);
+my $z0 = zk_session_counts($zk, $a_session);
+my $t0 = time;
 $a->safe_psql('postgres', "DO \$\$ BEGIN FOR i IN 1..200 LOOP PERFORM zk_lock_acquire('fp'); PERFORM zk_lock_release('fp'); END LOOP; END \$\$");
 wait_until(sub { counters($a)->{released} == $c0->{released} + 200 }, 20, 'every release is done');
+my $z1 = zk_session_counts($zk, $a_session);
+my $window = time - $t0;
 my $d = delta($c0, counters($a));
 is($d->{acquired}, 200, '(1) 200 acquires');
 is($d->{release_requests}, 200, '(1) one request per release: the delete');
@@ -52,6 +59,19 @@ my $per_acquire = ($d->{zk_requests} - $d->{release_requests}) / 200;
 cmp_ok($per_acquire, '>=', 3, '(1) an acquire sends create, listing and its own node\'s watch');
 cmp_ok($per_acquire, '<', 3.1, sprintf('(1) ... and nothing more (%.3f requests per acquire)', $per_acquire));
 is($d->{handoffs}, 0, '(1) no handoff when nobody waits');
+
+# ZooKeeper's own view of the session (cons), beside zk_status(): the
+# requests it answered are zklock's lock requests plus the heartbeats of
+# the window (one every sixth of the 10 s session timeout), and each
+# cycle cost one notification (the delete fires the watch on our own node).
+my $zk_requests = $z1->{requests} - $z0->{requests};
+my $heartbeats_max = 1 + int($window / (10 / 6));
+cmp_ok($zk_requests - $d->{zk_requests}, '>=', 0,
+	"(1) ZooKeeper answered $zk_requests requests of A's session, zk_status() counts $d->{zk_requests}");
+cmp_ok($zk_requests - $d->{zk_requests}, '<=', $heartbeats_max,
+	sprintf('(1) ... the difference is heartbeats (at most %d in %.1f s)', $heartbeats_max, $window));
+is(($z1->{sent} - $z0->{sent}) - ($z1->{received} - $z0->{received}), 200,
+	'(1) ZooKeeper sent A\'s session one notification per cycle');
 
 # (2) Handoffs within one cluster.
 my $c1 = counters($a);

@@ -233,7 +233,7 @@ for my $case (
 		"SELECT zk_lock_acquire_shared('busy', '500ms')",
 		"SELECT zk_lock_acquire_xact_shared('busy', '0')")
 	{
-		like(bg_result($s, "\\set VERBOSITY verbose\n$sql"), qr/55P03/, "busy: $sql fails with 55P03");
+		like(bg_result($s, $sql), qr/^ERROR 55P03: /, "busy: $sql fails with 55P03");
 	}
 	is(bg_result($s, "SELECT zk_lock_try('busy'), zk_lock_try_xact('busy'), zk_lock_try_shared('busy'), "
 			. "zk_lock_try_xact_shared('busy')"),
@@ -260,14 +260,14 @@ for my $case (
 {
 	my $h = holder('set-m');
 	my ($s, $pid) = session();
-	like(bg_result($s, "\\set VERBOSITY verbose\nSELECT zk_lock_acquire(ARRAY['set-z', 'set-m', 'set-a'], '1s')"),
-		qr/55P03/, 'a session set with one busy name times out');
-	like(bg_result($s, "\\set VERBOSITY verbose\nBEGIN; SELECT zk_lock_acquire_xact(ARRAY['set-a', 'set-m'], '1s')"),
-		qr/55P03/, 'a transaction set with one busy name times out');
+	like(bg_result($s, "SELECT zk_lock_acquire(ARRAY['set-z', 'set-m', 'set-a'], '1s')"),
+		qr/^ERROR 55P03: /, 'a session set with one busy name times out');
+	like(bg_result($s, "BEGIN; SELECT zk_lock_acquire_xact(ARRAY['set-a', 'set-m'], '1s')"),
+		qr/^ERROR 55P03: /, 'a transaction set with one busy name times out');
 	bg_result($s, 'ROLLBACK');
-	like(bg_result($s, "\\set VERBOSITY verbose\nBEGIN; SELECT zk_lock_acquire_xact('set-pre') > 0; SAVEPOINT sp; "
+	like(bg_result($s, "BEGIN; SELECT zk_lock_acquire_xact('set-pre') > 0; SAVEPOINT sp; "
 			. "SELECT zk_lock_acquire(ARRAY['set-a', 'set-m', 'set-z'], '500ms')"),
-		qr/55P03/, 'a set inside a savepoint times out');
+		qr/^ERROR 55P03: /, 'a set inside a savepoint times out');
 	is(bg_result($s, 'ROLLBACK TO SAVEPOINT sp; SELECT zk_lock_token(\'set-pre\') > 0, zk_lock_token(\'set-a\') IS NULL'),
 		't|t', 'after ROLLBACK TO SAVEPOINT the earlier hold stays and no lock of the set is held');
 	bg_result($s, 'COMMIT');

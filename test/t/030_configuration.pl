@@ -71,41 +71,7 @@ use Time::HiRes qw(time sleep);
 my $frozen;
 END { kill('CONT', $frozen) if $frozen; }
 
-# SQLSTATE of the first error (or FATAL) in psql's verbose stderr, 'ok' if none.
-sub sqlstate_of
-{
-	my ($err) = @_;
-	return $err =~ /(?:ERROR|FATAL):\s+([0-9A-Z]{5}):/ ? $1 : 'ok';
-}
-
-# Run $sql in a fresh session of $node; its SQLSTATE ('ok' if it worked).
-sub node_sqlstate
-{
-	my ($node, $sql) = @_;
-	my ($ret, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\n$sql");
-	my $st = sqlstate_of($err);
-	return $st eq 'ok' && $ret != 0 ? "failed: $err" : $st;
-}
-
-# The same in background session $s.
-sub bg_sqlstate
-{
-	my ($s, $sql) = @_;
-	$s->{stderr} = '';
-	$s->query("\\set VERBOSITY verbose\n$sql");
-	my $st = sqlstate_of($s->{stderr});
-	$s->{stderr} = '';
-	return $st;
-}
-
 sub status { return zk_status_of($_[0]) }
-
-# Number of children of $path (0 when it does not exist).
-sub nkids
-{
-	my @kids = zk_ls(@_);
-	return scalar(@kids);
-}
 
 sub reload_with
 {
@@ -116,24 +82,6 @@ sub reload_with
 	wait_until(sub { $node->safe_psql('postgres', "SHOW $guc") eq $value }, 30,
 		$node->name . " to reload $guc = $value");
 	return;
-}
-
-# Start $sql in background session $s and return at once.
-sub start_bg
-{
-	my ($s, $sql) = @_;
-	$s->query_until(qr/started\n/, "\\echo started\n$sql;\n");
-	return;
-}
-
-# Output of what $s ran since start_bg, and its stderr (cleared).
-sub collect
-{
-	my ($s) = @_;
-	my ($out) = $s->query("SELECT 'sync'");
-	my $err = $s->{stderr};
-	$s->{stderr} = '';
-	return ($out, $err);
 }
 
 sub lock_of
@@ -283,7 +231,7 @@ is($st3->{server}, $zk2->{connect}, '(1) the next session is on ZK2 (zklock.host
 is($st3->{negotiated_timeout}, '4000', '(1) ... and negotiated the reloaded zklock.session_timeout (4 s)');
 my $zk2_holder = bg_session($a);
 is(bg_result($zk2_holder, "SELECT zk_lock_acquire('moved2', '10s') > 0"), 't', '(1) A holds moved2');
-is(nkids($zk2, '/zklock/moved2') . ':' . nkids($zk1, '/zklock/moved2'), '1:0',
+is(zk_nchildren($zk2, '/zklock/moved2') . ':' . zk_nchildren($zk1, '/zklock/moved2'), '1:0',
 	'(1) ... its node is in ZK2, not in ZK1');
 bg_result($zk2_holder, "SELECT zk_lock_release('moved2')");
 $zk2_holder->quit;
@@ -295,10 +243,10 @@ my $old_session = status($a)->{session_id};
 ok(kill('STOP', $wpid), '(1) SIGSTOP to A\'s worker');
 $frozen = $wpid;
 sleep 10;
-start_bg($poller, "SELECT 'states', watch_states('expired', 40)");
+bg_start($poller, "SELECT 'states', watch_states('expired', 40)");
 ok(kill('CONT', $wpid), '(1) SIGCONT to A\'s worker after 10 s');
 $frozen = undef;
-my ($exp_out, $exp_err) = collect($poller);
+my ($exp_out, $exp_err) = bg_collect($poller);
 my ($exp_seen) = $exp_out =~ /^states\|(.*)$/m;
 $exp_seen //= "(nothing: $exp_err)";
 note "states seen after the thaw: $exp_seen";
@@ -324,38 +272,38 @@ is($c1->query_safe("SELECT zk_lock_acquire('lay', '10s') > 0"), 't', '(2) C hold
 my @r1 = zk_ls($zk1, '/shared/r1/lay');
 is(scalar(@r1), 1, '(2) C\'s node is under /shared/r1/lay in ZooKeeper');
 like($r1[0] // '', qr/^_c_[0-9a-f-]{36}-lock-\d{10}$/, "(3) C's exclusive node has the mutex layout ($r1[0])");
-is(nkids($zk1, '/zklock/lay'), 0, '(2) ... and nothing is under /zklock/lay');
+is(zk_nchildren($zk1, '/zklock/lay'), 0, '(2) ... and nothing is under /zklock/lay');
 is($b->safe_psql('postgres', "SELECT zk_lock_try('lay')"), 'f', '(2) B (same root) cannot take lay');
-is(node_sqlstate($b, "SELECT zk_lock_acquire('lay', '300ms')"), '55P03', '(2) B\'s timed acquire of lay fails with 55P03');
+is(sql_sqlstate($b, "SELECT zk_lock_acquire('lay', '300ms')"), '55P03', '(2) B\'s timed acquire of lay fails with 55P03');
 is($b->safe_psql('postgres', "SELECT zk_lock_try_shared('lay')"), 'f', '(3) B cannot read lay either');
 
 my $d1 = bg_session($d);
 is($d1->query_safe("SELECT zk_lock_try('lay')"), 't', '(2) D (root /shared/r2) takes lay while C holds it');
-is(nkids($zk1, '/shared/r2/lay'), 1, '(2) D\'s node is under /shared/r2/lay');
+is(zk_nchildren($zk1, '/shared/r2/lay'), 1, '(2) D\'s node is under /shared/r2/lay');
 is($d1->query_safe("SELECT zk_lock_release('lay')"), 't', '(2) D releases lay');
 $d1->quit;
 
 # A queue mixing layouts: C holds, B waits (__WRIT__), C2 waits (-lock-).
 my $bw = bg_session($b);
 my $bw_pid = $bw->query_safe('SELECT pg_backend_pid()');
-start_bg($bw, "SELECT 'granted', zk_lock_acquire('lay', '60s') > 0");
-wait_until(sub { lock_of($b, $bw_pid, 'lay') eq 'waiting' && nkids($zk1, '/shared/r1/lay') == 2 }, 20,
+bg_start($bw, "SELECT 'granted', zk_lock_acquire('lay', '60s') > 0");
+wait_until(sub { lock_of($b, $bw_pid, 'lay') eq 'waiting' && zk_nchildren($zk1, '/shared/r1/lay') == 2 }, 20,
 	'B queued for lay');
 my $c2 = bg_session($c);
 my $c2_pid = $c2->query_safe('SELECT pg_backend_pid()');
-start_bg($c2, "SELECT 'granted', zk_lock_acquire('lay', '60s') > 0");
-wait_until(sub { lock_of($c, $c2_pid, 'lay') eq 'waiting' && nkids($zk1, '/shared/r1/lay') == 3 }, 20,
+bg_start($c2, "SELECT 'granted', zk_lock_acquire('lay', '60s') > 0");
+wait_until(sub { lock_of($c, $c2_pid, 'lay') eq 'waiting' && zk_nchildren($zk1, '/shared/r1/lay') == 3 }, 20,
 	'C2 queued for lay');
 my $b_node = $b->safe_psql('postgres', "SELECT znode FROM zk_locks WHERE pid = $bw_pid AND name = 'lay'");
 like($b_node, qr{^/shared/r1/lay/_c_[0-9a-f-]{36}-__WRIT__\d{10}$}, "(3) B's exclusive node has the readwrite layout");
 is($c->safe_psql('postgres', "SELECT string_agg(position || ':' || mode || ':' || state, ' ' ORDER BY position) FROM zk_lock_contenders('lay')"),
 	'1:exclusive:held 2:exclusive:waiting 3:exclusive:waiting', '(3) C reads B\'s __WRIT__ node as an exclusive contender');
 is($c1->query_safe("SELECT zk_lock_release('lay')"), 't', '(3) C releases lay');
-my ($bw_out, $bw_err) = collect($bw);
+my ($bw_out, $bw_err) = bg_collect($bw);
 like($bw_out, qr/^granted\|t$/m, '(3) B (readwrite) is granted next') or diag($bw_err);
 is(lock_of($c, $c2_pid, 'lay'), 'waiting', '(3) C2 (mutex), queued after B, still waits');
 is($bw->query_safe("SELECT zk_lock_release('lay')"), 't', '(3) B releases lay');
-my ($c2_out, $c2_err) = collect($c2);
+my ($c2_out, $c2_err) = bg_collect($c2);
 like($c2_out, qr/^granted\|t$/m, '(3) C2 is granted after B') or diag($c2_err);
 is($c2->query_safe("SELECT zk_lock_release('lay')"), 't', '(3) C2 releases lay');
 # And the other way round: B holds, C's try fails.
@@ -418,13 +366,13 @@ my $he_pid = $he->query_safe('SELECT pg_backend_pid()');
 is($he->query_safe("BEGIN; SELECT zk_lock_acquire_xact('lost-e', '10s') > 0; INSERT INTO work VALUES ('lost-e')"),
 	't', '(5) error: H holds lost-e in an open transaction with a row');
 my $he_node = $d->safe_psql('postgres', "SELECT znode FROM zk_locks WHERE pid = $he_pid AND name = 'lost-e' AND state = 'held'");
-start_bg($he, "SELECT 'slept', pg_sleep(4)");
+bg_start($he, "SELECT 'slept', pg_sleep(4)");
 wait_until(sub {
 	$d->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE pid = $he_pid AND query LIKE '%pg_sleep%' AND state = 'active'") eq '1'
 }, 10, 'H runs its statement');
 ok(zk_delete($zk1, $he_node), '(5) error: an operator deletes H\'s node');
 wait_until(sub { lock_of($d, $he_pid, 'lost-e') eq 'lost' }, 20, 'D marks lost-e lost');
-my ($he_out, $he_err) = collect($he);
+my ($he_out, $he_err) = bg_collect($he);
 like($he_out, qr/^slept\|/m, '(5) error: the statement running during the loss is not cancelled');
 is(sqlstate_of($he_err), 'ok', '(5) error: ... and raised nothing') or diag($he_err);
 $he->query('COMMIT');
@@ -475,10 +423,10 @@ ok($rc != 0 && $rc != 3, "(6) ... nor delete it (zkutil exit $rc: $err)");
 ok(defined zk_stat($zk1, $sec_node), '(6) E\'s node is still there');
 is($se->query_safe("SELECT zk_lock_check('sec')"), 't', '(6) ... and E still holds sec');
 
-is(node_sqlstate($f, "SELECT zk_lock_acquire('sec', '5s')"), 'ZK000',
+is(sql_sqlstate($f, "SELECT zk_lock_acquire('sec', '5s')"), 'ZK000',
 	'(6) F (wrong auth) is refused with ZK000 on E\'s lock directory');
-is(node_sqlstate($f, "SELECT zk_lock_acquire('fresh', '5s')"), 'ZK000', '(6) ... and on a new name under E\'s root');
-is(node_sqlstate($f, "SELECT zk_lock_try('sec')"), 'ZK000', '(6) ... and with a try');
+is(sql_sqlstate($f, "SELECT zk_lock_acquire('fresh', '5s')"), 'ZK000', '(6) ... and on a new name under E\'s root');
+is(sql_sqlstate($f, "SELECT zk_lock_try('sec')"), 'ZK000', '(6) ... and with a try');
 is($f->safe_psql('postgres', 'SELECT count(*) FROM zk_locks'), '0', '(6) F keeps no request');
 is(zk_stat($zk1, '/secure/sec')->{numChildren}, 1, '(6) only E\'s node is in the lock directory');
 ok(!defined zk_stat($zk1, '/secure/fresh'), '(6) F created no directory for the new name');

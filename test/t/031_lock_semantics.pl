@@ -54,45 +54,6 @@ use Time::HiRes qw(time sleep);
 my $zk_frozen;
 END { kill('CONT', $zk_frozen) if $zk_frozen; }
 
-sub sqlstate_of
-{
-	my ($err) = @_;
-	return $err =~ /(?:ERROR|FATAL):\s+([0-9A-Z]{5}):/ ? $1 : 'ok';
-}
-
-# SQLSTATE of $sql in background session $s ('ok' if it raised no error).
-sub bg_sqlstate
-{
-	my ($s, $sql) = @_;
-	$s->{stderr} = '';
-	$s->query("\\set VERBOSITY verbose\n$sql");
-	my $err = $s->{stderr};
-	$s->{stderr} = '';
-	return wantarray ? (sqlstate_of($err), $err) : sqlstate_of($err);
-}
-
-sub start_bg
-{
-	my ($s, $sql) = @_;
-	$s->query_until(qr/started\n/, "\\echo started\n$sql;\n");
-	return;
-}
-
-sub collect
-{
-	my ($s) = @_;
-	my ($out) = $s->query("SELECT 'sync'");
-	my $err = $s->{stderr};
-	$s->{stderr} = '';
-	return ($out, $err);
-}
-
-sub nkids
-{
-	my @kids = zk_ls(@_);
-	return scalar(@kids);
-}
-
 sub session
 {
 	my ($node) = @_;
@@ -148,7 +109,7 @@ $a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
 		'(1) a reader of B shares r');
 	is($b->safe_psql('postgres', "SELECT zk_lock_try('r')"), 'f', '(1) a writer of B is kept out');
 	is($sa->query_safe("SELECT zk_lock_try_xact_shared('r')"), 't', '(1) a second try of A stacks');
-	is(nkids($zk, '/zklock/r'), 1, '(1) ... on the same node');
+	is(zk_nchildren($zk, '/zklock/r'), 1, '(1) ... on the same node');
 	$sa->query_safe('COMMIT');
 	ok(wait_until(sub { free_in($b, 'r') }, 15, 'r free after the COMMIT'), '(1) the COMMIT ends both holds: B takes r');
 	is(rows_of($a, $pa), '', '(1) A keeps nothing of r');
@@ -163,16 +124,16 @@ $a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
 	is($hb->query_safe("SELECT zk_lock_release('r2') AND zk_lock_acquire_shared('r2', '5s') > 0"), 't',
 		'(1) B holds r2 shared instead');
 	my ($wb, $wb_pid) = session($b);
-	start_bg($wb, "SELECT 'writer', zk_lock_acquire('r2', '30s') > 0");
-	wait_until(sub { state_of($b, $wb_pid, 'r2', 'exclusive') eq 'waiting' && nkids($zk, '/zklock/r2') == 2 },
+	bg_start($wb, "SELECT 'writer', zk_lock_acquire('r2', '30s') > 0");
+	wait_until(sub { state_of($b, $wb_pid, 'r2', 'exclusive') eq 'waiting' && zk_nchildren($zk, '/zklock/r2') == 2 },
 		15, 'a writer of B queued for r2');
 	is($sa->query_safe("BEGIN; SELECT zk_lock_try_xact_shared('r2')"), 'f',
 		'(1) A\'s shared try fails while a writer waits for r2');
-	ok(wait_until(sub { nkids($zk, '/zklock/r2') == 2 }, 15, 'the failed try\'s node gone'),
+	ok(wait_until(sub { zk_nchildren($zk, '/zklock/r2') == 2 }, 15, 'the failed try\'s node gone'),
 		'(1) ... and leaves no node behind');
 	$sa->query_safe('ROLLBACK');
 	$hb->query_safe("SELECT zk_lock_release_shared('r2')");
-	my ($out) = collect($wb);
+	my ($out) = bg_collect($wb);
 	like($out, qr/^writer\|t$/m, '(1) the writer is granted once the reader left');
 	$wb->query_safe("SELECT zk_lock_release('r2')");
 	$_->quit for ($sa, $hb, $wb);
@@ -212,7 +173,7 @@ $a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
 	ok(wait_until(sub { free_in($b, 'tx') && free_in($b, 'e') }, 15, 'tx and e free'), '(2) after COMMIT B takes tx and e');
 	is(rows_of($a, $pid), '', '(2) A holds nothing');
 	$s->quit;
-	wait_until(sub { !grep { nkids($zk, "/zklock/$_") } qw(e s m set1 set2 tx) }, 15, 'no node left');
+	wait_until(sub { !grep { zk_nchildren($zk, "/zklock/$_") } qw(e s m set1 set2 tx) }, 15, 'no node left');
 }
 
 ###########################################################################
@@ -224,14 +185,14 @@ $a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
 	is($hb->query_safe("SELECT zk_lock_acquire('w', '5s') > 0"), 't', '(3) B holds w');
 	my ($sw, $pw) = session($a);
 	$sw->query_safe("SET lock_timeout = 0; SET zklock.connect_timeout = '1s'; SET statement_timeout = '60s'");
-	start_bg($sw, "SELECT 'granted', zk_lock_acquire('w', NULL) > 0");
-	wait_until(sub { state_of($a, $pw, 'w', 'exclusive') eq 'waiting' && nkids($zk, '/zklock/w') == 2 }, 15, 'A waits for w');
+	bg_start($sw, "SELECT 'granted', zk_lock_acquire('w', NULL) > 0");
+	wait_until(sub { state_of($a, $pw, 'w', 'exclusive') eq 'waiting' && zk_nchildren($zk, '/zklock/w') == 2 }, 15, 'A waits for w');
 	sleep 5;
 	is(state_of($a, $pw, 'w', 'exclusive'), 'waiting', '(3) with a NULL timeout and lock_timeout = 0, A still waits after 5 s');
 	is($a->safe_psql('postgres', "SELECT wait_event_type FROM pg_stat_activity WHERE pid = $pw"), 'Extension',
 		'(3) ... as wait_event_type Extension');
 	is($hb->query_safe("SELECT zk_lock_release('w')"), 't', '(3) B releases w');
-	my ($out, $err) = collect($sw);
+	my ($out, $err) = bg_collect($sw);
 	like($out, qr/^granted\|t$/m, '(3) A is granted w') or diag($err);
 	is($sw->query_safe("SELECT zk_lock_release('w')"), 't', '(3) A releases w');
 
@@ -245,7 +206,7 @@ $a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
 	my $elapsed = time - $t0;
 	cmp_ok($elapsed, '<', 15, sprintf('(3) ... all three at once (%.2f s in all; a wait would last 20 s each)', $elapsed));
 	is($sw->query_safe("SELECT zk_lock_token('w0') IS NULL AND zk_lock_token('w') IS NULL"), 't', '(3) A holds nothing of them');
-	ok(wait_until(sub { nkids($zk, '/zklock/w') == 1 && nkids($zk, '/zklock/w0') == 0 }, 15, 'only B\'s node'),
+	ok(wait_until(sub { zk_nchildren($zk, '/zklock/w') == 1 && zk_nchildren($zk, '/zklock/w0') == 0 }, 15, 'only B\'s node'),
 		'(3) no node of the failed requests is left');
 	$hb->query_safe("SELECT zk_lock_release('w')");
 	$_->quit for ($hb, $sw);
@@ -260,8 +221,8 @@ $a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
 	my ($ub, $pb) = session($b);
 	is($ua->query_safe("SELECT zk_lock_acquire_shared('u', '5s') > 0"), 't', '(4) A reads u');
 	is($ub->query_safe("SELECT zk_lock_acquire_shared('u', '5s') > 0"), 't', '(4) B reads u');
-	start_bg($ua, "SELECT 'upgraded', zk_lock_acquire('u', '60s') > 0");
-	wait_until(sub { state_of($a, $pa, 'u', 'exclusive') eq 'waiting' && nkids($zk, '/zklock/u') == 3 }, 15,
+	bg_start($ua, "SELECT 'upgraded', zk_lock_acquire('u', '60s') > 0");
+	wait_until(sub { state_of($a, $pa, 'u', 'exclusive') eq 'waiting' && zk_nchildren($zk, '/zklock/u') == 3 }, 15,
 		'A\'s upgrade queued');
 	is(state_of($a, $pa, 'u', 'exclusive'), 'waiting', '(4) A\'s upgrade waits for B\'s reader');
 	my $t0 = time;
@@ -269,15 +230,15 @@ $a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
 	my $elapsed = time - $t0;
 	is($st, '40P01', '(4) B\'s upgrade, the second one, fails with 40P01') or diag($err);
 	cmp_ok($elapsed, '<', 20, sprintf('(4) ... at once (%.2f s; its timeout was 30 s)', $elapsed));
-	ok(wait_until(sub { nkids($zk, '/zklock/u') == 3 }, 15, 'u has three nodes'), '(4) B\'s failed request left no node');
+	ok(wait_until(sub { zk_nchildren($zk, '/zklock/u') == 3 }, 15, 'u has three nodes'), '(4) B\'s failed request left no node');
 	is(rows_of($b, $pb), 'u:shared:session:held', '(4) B keeps its shared hold only');
 	is(state_of($a, $pa, 'u', 'exclusive'), 'waiting', '(4) A\'s upgrade still waits');
 	is($ub->query_safe("SELECT zk_lock_release_shared('u')"), 't', '(4) B drops its shared hold');
-	my ($out, $aerr) = collect($ua);
+	my ($out, $aerr) = bg_collect($ua);
 	like($out, qr/^upgraded\|t$/m, '(4) A\'s upgrade is granted') or diag($aerr);
 	is($ua->query_safe("SELECT zk_lock_release('u') AND zk_lock_release_shared('u')"), 't', '(4) A releases both');
 	$_->quit for ($ua, $ub);
-	wait_until(sub { nkids($zk, '/zklock/u') == 0 }, 15, 'no node of u left');
+	wait_until(sub { zk_nchildren($zk, '/zklock/u') == 0 }, 15, 'no node of u left');
 }
 
 ###########################################################################
@@ -289,7 +250,7 @@ $a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
 	is($hb->query_safe("SELECT zk_lock_acquire(ARRAY['t1', 't2', 't3'], '5s') IS NOT NULL"), 't', '(5) B holds t1, t2, t3');
 	my ($sa, $pa) = session($a);
 	my $t0 = time;
-	start_bg($sa, "SELECT 'set', zk_lock_acquire(ARRAY['t3', 't1', 't2'], '6s')");
+	bg_start($sa, "SELECT 'set', zk_lock_acquire(ARRAY['t3', 't1', 't2'], '6s')");
 	wait_until(sub { state_of($a, $pa, 't1', 'exclusive') eq 'waiting' }, 15, 'A waits for t1');
 	sleep(4 - (time - $t0)) if time - $t0 < 4;
 	is($hb->query_safe("SELECT zk_lock_release('t1')"), 't', sprintf('(5) B releases t1 (%.1f s after the request)', time - $t0));
@@ -299,25 +260,25 @@ $a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
 	ok(!active($a, $pa), sprintf('(5) %.1f s after the request, before t2 is released, A\'s set acquire has ended: '
 			  . 'the 6 s timeout covered the whole set', $at));
 	is($hb->query_safe("SELECT zk_lock_release('t2') AND zk_lock_release('t3')"), 't', '(5) B releases t2 and t3 only now');
-	my ($out, $err) = collect($sa);
+	my ($out, $err) = bg_collect($sa);
 	like($err, qr/could not obtain ZooKeeper lock "t2"/, '(5) A failed on t2') or diag("out: $out\nerr: $err");
 	unlike($out, qr/^set\|\{/m, '(5) ... and got no tokens');
 	wait_until(sub { rows_of($a, $pa) eq '' }, 15, 'A\'s set gone');
 	is(rows_of($a, $pa), '', '(5) A keeps nothing of the set');
-	ok(wait_until(sub { !grep { nkids($zk, "/zklock/$_") } qw(t1 t2 t3) }, 15, 'no node of t1..t3'),
+	ok(wait_until(sub { !grep { zk_nchildren($zk, "/zklock/$_") } qw(t1 t2 t3) }, 15, 'no node of t1..t3'),
 		'(5) no node of the set is left');
 
 	# A set cancelled part way.
 	is($hb->query_safe("SELECT zk_lock_acquire('c3', '5s') > 0"), 't', '(5) B holds c3');
-	start_bg($sa, "SELECT zk_lock_acquire(ARRAY['c4', 'c2', 'c3', 'c1'])");
+	bg_start($sa, "SELECT zk_lock_acquire(ARRAY['c4', 'c2', 'c3', 'c1'])");
 	wait_until(sub { rows_of($a, $pa) eq 'c1:exclusive:transaction:held c2:exclusive:transaction:held c3:exclusive:transaction:waiting' },
 		15, 'A holds c1, c2 and waits for c3');
-	is(join(',', map { nkids($zk, "/zklock/$_") } qw(c1 c2 c3 c4)), '1,1,2,0', '(5) ZooKeeper has A\'s nodes of c1, c2, c3');
+	is(join(',', map { zk_nchildren($zk, "/zklock/$_") } qw(c1 c2 c3 c4)), '1,1,2,0', '(5) ZooKeeper has A\'s nodes of c1, c2, c3');
 	is($a->safe_psql('postgres', "SELECT pg_cancel_backend($pa)"), 't', '(5) A\'s set is cancelled');
 	$sa->query('\set VERBOSITY verbose');
-	($out, $err) = collect($sa);
+	($out, $err) = bg_collect($sa);
 	like($err, qr/canceling statement due to user request/, '(5) the set was cancelled');
-	ok(wait_until(sub { join(',', map { nkids($zk, "/zklock/$_") } qw(c1 c2 c3 c4)) eq '0,0,1,0' }, 15, 'A\'s nodes gone'),
+	ok(wait_until(sub { join(',', map { zk_nchildren($zk, "/zklock/$_") } qw(c1 c2 c3 c4)) eq '0,0,1,0' }, 15, 'A\'s nodes gone'),
 		'(5) none of A\'s nodes is left in ZooKeeper (c3 keeps B\'s only)');
 	ok(active($a, $pa) || $a->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE pid = $pa") eq '1',
 		'(5) ... while A\'s session lives on');
@@ -363,7 +324,7 @@ my $zkpid = slurp_file("$zk->{dir}/zk1.pid") =~ s/\s+//gr;
 	$zk_frozen = undef;
 	ok(wait_until(sub { $a->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE pid IN ($p1, $p2)") eq '0' }, 20,
 			'releases done'), '(6) once ZooKeeper answers, the releases complete');
-	is(nkids($zk, '/zklock/slow') + nkids($zk, '/zklock/slow-x'), 0, '(6) ... and the nodes are gone');
+	is(zk_nchildren($zk, '/zklock/slow') + zk_nchildren($zk, '/zklock/slow-x'), 0, '(6) ... and the nodes are gone');
 	$_->quit for ($s1, $s2);
 }
 
@@ -407,7 +368,7 @@ my $zkpid = slurp_file("$zk->{dir}/zk1.pid") =~ s/\s+//gr;
 		'(6) zk_lock_check(chk) is true again');
 	ok(wait_until(sub { $a->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE pid IN ($prel, $pro)") eq '0' },
 			30, 'releases done'), '(6) both releases complete');
-	is(join(',', map { nkids($zk, "/zklock/$_") } qw(down down-ro)), '0,0', '(6) ... and their nodes are gone');
+	is(join(',', map { zk_nchildren($zk, "/zklock/$_") } qw(down down-ro)), '0,0', '(6) ... and their nodes are gone');
 	is($chk->query_safe("SELECT zk_lock_release('chk')"), 't', '(6) chk is released normally');
 	$_->quit for ($rel, $ro, $chk);
 }

@@ -31,28 +31,6 @@ use Test::More;
 use PostgreSQL::Test::Utils;
 use Time::HiRes qw(time sleep);
 
-sub nkids
-{
-	my @kids = zk_ls(@_);
-	return scalar(@kids);
-}
-
-sub start_bg
-{
-	my ($s, $sql) = @_;
-	$s->query_until(qr/started\n/, "\\echo started\n$sql;\n");
-	return;
-}
-
-sub collect
-{
-	my ($s) = @_;
-	my ($out) = $s->query("SELECT 'sync'");
-	my $err = $s->{stderr};
-	$s->{stderr} = '';
-	return ($out, $err);
-}
-
 # czxid of the only child of $dir, as zkutil reads it.
 sub child_czxid
 {
@@ -99,7 +77,7 @@ SKIP:
 	# The same seen by what is held while 'f' is busy.
 	my $h = bg_session($a, dbname => 'icu');
 	is($h->query_safe("SELECT zk_lock_acquire('f', '5s') > 0"), 't', '(1) another session holds f');
-	start_bg($s, "SELECT 'set', zk_lock_acquire($names, '30s') IS NOT NULL");
+	bg_start($s, "SELECT 'set', zk_lock_acquire($names, '30s') IS NOT NULL");
 	wait_until(
 		sub {
 			$a->safe_psql('icu', "SELECT count(*) FROM zk_locks WHERE pid = $pid AND name = 'f' AND state = 'waiting'") eq '1';
@@ -110,9 +88,9 @@ SKIP:
 			"SELECT string_agg(name || ':' || state, ' ' ORDER BY name COLLATE \"C\") FROM zk_locks WHERE pid = $pid"),
 		'B:held Z:held _x:held a:held f:waiting',
 		'(1) waiting for f, the set holds B, Z, _x and a, and has not asked for é yet');
-	is(nkids($zk, '/zklock/%C3%A9'), 0, '(1) ... no node under /zklock/%C3%A9');
+	is(zk_nchildren($zk, '/zklock/%C3%A9'), 0, '(1) ... no node under /zklock/%C3%A9');
 	$h->query_safe("SELECT zk_lock_release('f')");
-	my ($sout, $serr) = collect($s);
+	my ($sout, $serr) = bg_collect($s);
 	like($sout, qr/^set\|t$/m, '(1) the set completes once f is free') or diag($serr);
 	$s->query_safe('SELECT zk_lock_release_all()');
 	$_->quit for ($s, $h);
@@ -177,7 +155,7 @@ sleep 2.5;    # more than two container checks
 ok(defined zk_stat($zk, '/ctl'), '(3) ... whereas an empty persistent node stays');
 ok(defined zk_stat($zk, '/zklock'), '(3) ... as does the root /zklock');
 is($s->query_safe("SELECT zk_lock_acquire('cont', '10s') > 0"), 't', '(3) A takes cont again');
-is(nkids($zk, '/zklock/cont'), 1, '(3) ... in a new directory');
+is(zk_nchildren($zk, '/zklock/cont'), 1, '(3) ... in a new directory');
 $s->query_safe("SELECT zk_lock_release('cont')");
 $s->quit;
 

@@ -27,7 +27,8 @@ use ZklockTest::ZooKeeper;
 our @EXPORT = qw(
   zklock_node bg_session sql_result bg_result
   worker_pid worker_pid_os proc_state
-  zk_status_of lock_state committed queue_waiter bg_collect waiter_grant held_znode diag_locks
+  zk_status_of lock_state committed queue_waiter bg_start bg_collect waiter_grant held_znode diag_locks
+  sqlstate_of sql_sqlstate bg_sqlstate
   expect_in_log expect_crash_restart
 );
 
@@ -96,27 +97,72 @@ sub bg_session
 
 =item sql_result($node, $sql) / bg_result($session, $sql)
 
-The output of $sql, or the error text (trailing blanks cut) when it failed:
-in a fresh session of $node that ends at once (releasing what it took), or
-in background session $session.
+The output of $sql, in a fresh session of $node that ends at once
+(releasing what it took), or in background session $session.  When $sql
+fails, the result is "ERROR SQLSTATE: message" (the first error's), which
+no query's output can be taken for; the session's psql reports errors
+verbosely from then on (\set VERBOSITY verbose), so that the SQLSTATE is
+known.
+
+=item sqlstate_of($stderr)
+
+The SQLSTATE of the first ERROR or FATAL in psql's verbose stderr, or 'ok'.
+
+=item sql_sqlstate($node, $sql) / bg_sqlstate($session, $sql)
+
+The SQLSTATE $sql ends with ('ok' when it raised no error), in a fresh
+session of $node or in background session $session (which then reports
+errors verbosely); bg_sqlstate in list context also returns the stderr.
 
 =back
 
 =cut
 
+sub sqlstate_of
+{
+	my ($err) = @_;
+	return $err =~ /(?:ERROR|FATAL):\s+([0-9A-Z]{5}):/ ? $1 : 'ok';
+}
+
+sub sql_sqlstate
+{
+	my ($node, $sql) = @_;
+	my ($ret, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\n$sql");
+	my $st = sqlstate_of($err);
+	return $st eq 'ok' && $ret != 0 ? "failed: $err" : $st;
+}
+
+sub bg_sqlstate
+{
+	my ($s, $sql) = @_;
+	$s->{stderr} = '';
+	$s->query("\\set VERBOSITY verbose\n$sql");
+	my $err = $s->{stderr};
+	$s->{stderr} = '';
+	return wantarray ? (sqlstate_of($err), $err) : sqlstate_of($err);
+}
+
+# "ERROR SQLSTATE: message" of the first error in psql's verbose stderr.
+sub _error_result
+{
+	my ($err) = @_;
+	return "ERROR $1: $2" if $err =~ /(?:ERROR|FATAL|PANIC):\s+([0-9A-Z]{5}): ([^\n]*)/;
+	return 'ERROR (no SQLSTATE): ' . ($err =~ s/\s+$//r);
+}
+
 sub sql_result
 {
 	my ($node, $sql) = @_;
-	my ($ret, $out, $err) = $node->psql('postgres', $sql);
-	return $ret == 0 ? $out : ($err =~ s/\s+$//r);
+	my ($ret, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\n$sql");
+	return $ret == 0 ? $out : _error_result($err);
 }
 
 sub bg_result
 {
 	my ($s, $sql) = @_;
 	$s->{stderr} = '';
-	my ($out, $failed) = $s->query($sql);
-	return $failed ? ($s->{stderr} =~ s/\s+$//r) : $out;
+	my ($out, $failed) = $s->query("\\set VERBOSITY verbose\n$sql");
+	return $failed ? _error_result($s->{stderr}) : $out;
 }
 
 
@@ -270,6 +316,13 @@ sub queue_waiter
 	return { s => $s, pid => $pid };
 }
 
+sub bg_start
+{
+	my ($s, $sql) = @_;
+	$s->query_until(qr/started\n/, "\\echo started\n$sql;\n");
+	return;
+}
+
 sub bg_collect
 {
 	my ($s) = @_;
@@ -353,8 +406,9 @@ my %expected;
 sub _expect
 {
 	my ($node, $re, $count, $at) = @_;
-	croak "expect_in_log: not a node made by zklock_node (at $at)"
-	  unless ref $node && grep { refaddr($_) == refaddr($node) } @nodes;
+	croak "expect_in_log: not a node of this test (at $at)"
+	  unless ref $node
+	  && grep { refaddr($_) == refaddr($node) } @nodes, @PostgreSQL::Test::Cluster::all_nodes;
 	croak "expect_in_log: the pattern must be a qr// (at $at)" unless ref $re eq 'Regexp';
 	croak "expect_in_log: the count must be undef, a number or [min, max] (at $at)"
 	  unless !defined $count
@@ -454,7 +508,11 @@ Test2::API::test2_stack()->top->follow_up(
 		my ($trace, $hub) = @_;
 		return if $$ != $owner_pid || $logs_checked++;
 		return if ($hub->plan // '') eq 'SKIP';
-		_check_node_log($_) for @nodes;
+		# Every node the test made, through zklock_node or straight from
+		# Cluster.pm (a standby, a restored backup): Cluster.pm lists them.
+		my %seen;
+		_check_node_log($_)
+		  for grep { !$seen{ refaddr($_) }++ } @nodes, @PostgreSQL::Test::Cluster::all_nodes;
 	});
 
 1;

@@ -21,7 +21,8 @@ use ZklockTest::Poll;
 
 our @EXPORT = qw(
   zk_start zk_stop zk_stop_one zk_start_one zk_start_all zk_running
-  zkutil zk_ls zk_get zk_stat zk_create zk_delete zk_hold
+  zkutil zk_ls zk_nchildren zk_get zk_stat zk_create zk_delete zk_hold
+  zk_session_counts
   zk_fourlw zk_mntr zk_wchc zk_wchp zk_wait_empty zk_base
 );
 
@@ -210,6 +211,12 @@ sub zk_ls
 	return split /\n/, $out;
 }
 
+sub zk_nchildren
+{
+	my @kids = zk_ls(@_);
+	return scalar(@kids);
+}
+
 sub zk_get
 {
 	my ($zk, $path) = @_;
@@ -286,6 +293,17 @@ sub zk_hold
 Raw reply of four-letter word $word from server $i (default: the first that
 is running); undef if it cannot be reached.
 
+=item zk_session_counts($zk, $session_id)
+
+ZooKeeper's own counts for one client session (its id as zk_status shows
+it, 0x...), from the cons word of the server it is connected to: requests
+(the last request's xid: libzookeeper numbers its requests one by one, and
+pings, watch events and authentication do not count), received (packets
+from the client, pings included) and sent (answers, pings' included, and
+watch notifications).  Between two readings, sent - received is the number
+of notifications once every request sent has been answered.  undef if no
+running server has the session.
+
 =item zk_mntr($zk, $i)
 
 The mntr output as a hash ref (zk_znode_count => ..., ...).
@@ -304,6 +322,29 @@ sub zk_fourlw
 	$word = 'stat4' if $word eq 'stat';
 	my ($rc, $out, $err) = zkutil("127.0.0.1:$zk->{ports}[$i - 1]", $word);
 	return $rc == 0 ? $out : undef;
+}
+
+sub zk_session_counts
+{
+	my ($zk, $session_id) = @_;
+	my $want = lc($session_id) =~ s/^0x0*//r;
+	for my $i (grep { zk_running($zk, $_) } 1 .. $zk->{n})
+	{
+		my $out = zk_fourlw($zk, 'cons', $i) // next;
+		for my $line (split /\n/, $out)
+		{
+			my ($fields) = $line =~ /\((.*)\)\s*$/ or next;
+			my %f = map { /^(\w+)=(.*)$/ ? ($1 => $2) : () } split /,/, $fields;
+			next unless defined $f{sid} && (lc($f{sid}) =~ s/^0x0*//r) eq $want;
+			return {
+				requests => hex($f{lcxid}),
+				received => $f{recved},
+				sent     => $f{sent},
+				server   => $i,
+			};
+		}
+	}
+	return undef;
 }
 
 sub zk_mntr
