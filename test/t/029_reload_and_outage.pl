@@ -218,7 +218,7 @@ $fh->query_safe('ROLLBACK');
 # while the worker is frozen, the statement is cancelled after 1.5 s, so
 # that the freeze stays shorter than the session timeout.
 my $t_auto = time;
-$fh->query_until(qr/checking\n/, "\\echo checking\nSELECT 'autocommit', zk_lock_check('frz');\n");
+bg_start($fh, "SELECT 'autocommit', zk_lock_check('frz')");
 my $activity_sql = "SELECT state || '/' || coalesce(wait_event_type, '') || '/' || coalesce(wait_event, '') "
   . "|| '/' || query FROM pg_stat_activity WHERE pid = $fh_pid";
 my $seen = '';

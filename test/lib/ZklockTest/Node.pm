@@ -316,10 +316,13 @@ sub queue_waiter
 	return { s => $s, pid => $pid };
 }
 
+# query_until returns all the output it read, so what a fast statement
+# printed right after the banner would be lost: kept for bg_collect.
 sub bg_start
 {
 	my ($s, $sql) = @_;
-	$s->query_until(qr/started\n/, "\\echo started\n$sql;\n");
+	my $got = $s->query_until(qr/started\n/, "\\echo started\n$sql;\n");
+	$s->{zkl_early} = ($got =~ /started\n(.*)\z/s) ? $1 : '';
 	return;
 }
 
@@ -327,6 +330,7 @@ sub bg_collect
 {
 	my ($s) = @_;
 	my ($out) = $s->query("SELECT 'sync'");
+	$out = (delete $s->{zkl_early} // '') . $out;
 	my $err = $s->{stderr};
 	$s->{stderr} = '';
 	return ($out, $err);
