@@ -80,7 +80,8 @@ cc -O2 -Wall -o "$WORK/zkfloor" "$TOP/bench/zkfloor.c" -lzookeeper_mt -lpthread
 echo "CuratorBench (javac), zkfloor (cc), kazoo_bench.py (/usr/bin/python3)"
 
 say "ZooKeeper and PostgreSQL"
-ZK_CONNECT=$("${AS_USER[@]}" bash "$ZKSERVER" start "$WORK/zk" 1)
+# ZooKeeper as production runs it: default tickTime, an fsync per write.
+ZK_CONNECT=$(ZK_PRODUCTION=1 "${AS_USER[@]}" bash "$ZKSERVER" start "$WORK/zk" 1)
 # main: every shape but (e), and the max_locks = 1024 side of (f); room for 100
 # waiters, 16 loop clients and a few more.
 pg_init "$WORK/main" "$ZK_CONNECT" zkbench_main "max_connections = 150"

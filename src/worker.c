@@ -57,6 +57,9 @@ static bool zkl_closing_previous = false;
 static TimestampTz zkl_heartbeat_sent = 0;
 static bool zkl_heartbeat_in_flight = false;
 
+/* When the holds that last last had their own nodes watched. */
+static TimestampTz zkl_last_hold_watch = 0;
+
 /* ---- main thread ---- */
 
 static const char *
@@ -448,8 +451,9 @@ static TimestampTz zkl_last_reap = 0;
 
 /*
  * Keep the session's liveness known: a heartbeat every sixth of the session
- * timeout, or at once when a committing backend asks for fresh proof.  The
- * periodic one also looks for slots of backends that no longer exist.
+ * timeout, or at once when a committing backend asks for fresh proof.  As
+ * often, holds that last get the watch on their own node, and every ten
+ * seconds the slots of backends that no longer exist are looked for.
  */
 static void
 zkl_heartbeat(void)
@@ -473,6 +477,11 @@ zkl_heartbeat(void)
 		/* Not counted in zk_requests, which shows what locks cost. */
 		zkl_heartbeat_sent = now;
 		zkl_heartbeat_in_flight = true;
+	}
+	if (now >= TimestampTzPlusMilliseconds(zkl_last_hold_watch, zkl_heartbeat_interval()))
+	{
+		zkl_last_hold_watch = now;
+		zkl_watch_lasting_holds();
 	}
 	if (now >= TimestampTzPlusMilliseconds(zkl_last_reap, ZKL_REAP_INTERVAL_MS))
 	{

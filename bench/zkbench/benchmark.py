@@ -20,10 +20,11 @@ from .waiters import WaitersShape
 class Bench(UncontendedShape, LoopShapes, WaitersShape, ManyLocksShape, MaxLocksShape):
     def environment(self):
         m = self.zk.mntr()
-        return ("ZooKeeper %s, %s; forceSync=no (the test servers' setting: no fsync per "
-                "write; mntr zk_cnt_fsynctime=%d); %d CPUs; load average before the run %s"
+        conf = dict(line.split("=", 1) for line in self.zk.fourlw("conf").splitlines() if "=" in line)
+        return ("ZooKeeper %s, %s, as production runs it: tickTime=%s, an fsync per write "
+                "(mntr zk_cnt_fsynctime=%d); %d CPUs; load average before the run %s"
                 % (str(m.get("zk_version", "?")).split("-")[0], m.get("zk_server_state", "?"),
-                   int(m.get("zk_cnt_fsynctime", 0)), NCPU,
+                   conf.get("tickTime", "?"), int(m.get("zk_cnt_fsynctime", 0)), NCPU,
                    " ".join(open("/proc/loadavg").read().split()[:3])))
 
     def warm_up(self):
