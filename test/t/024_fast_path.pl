@@ -132,14 +132,20 @@ is(join(',', zk_ls($zk, '/zklock/x'), zk_ls($zk, '/zklock/q'), zk_ls($zk, '/zklo
 # (4) A hold that lasts: within a heartbeat interval (a sixth of the 10 s
 # session timeout) A's session watches the held node, as ZooKeeper's watch
 # table shows, so an operator's deletion of it is noticed.
-sub same_session { return (lc($_[0]) =~ s/^0x0*//r) eq (lc($_[1]) =~ s/^0x0*//r) }
+# Paths A's session watches, from ZooKeeper's watch table (wchc).
+sub watched_by_a
+{
+	my $wchc = zk_wchc($zk);
+	my ($key) = grep { (lc($_) =~ s/^0x0*//r) eq (lc($a_session) =~ s/^0x0*//r) } keys %$wchc;
+	return defined $key ? @{ $wchc->{$key} } : ();
+}
 my $hl = bg_session($a);
 my $hl_pid = $hl->query_safe('SELECT pg_backend_pid()');
 $hl->query_safe("SELECT zk_lock_acquire('last') > 0");
 my $last_node = held_znode($a, $hl_pid, 'last');
-wait_until(sub { grep { same_session($_, $a_session) } @{ zk_wchp($zk)->{$last_node} // [] } }, 10,
+wait_until(sub { grep { $_ eq $last_node } watched_by_a() }, 10,
 	'A\'s session watches the node of the hold that lasts');
-ok(scalar(grep { same_session($_, $a_session) } @{ zk_wchp($zk)->{$last_node} // [] }),
+ok(scalar(grep { $_ eq $last_node } watched_by_a()),
 	'(4) a hold that outlives a heartbeat interval watches its own node');
 ok(zk_delete($zk, $last_node), '(4) an operator deletes the held node');
 wait_until(sub { lock_state($a, $hl_pid, 'last') eq 'lost' }, 10, 'the hold turns lost');
