@@ -8,7 +8,8 @@
 #  (2) A handoff to a waiter of the same cluster needs no request at all:
 #      a holder and five waiters in cluster A, each granted as the one
 #      before releases; handoffs = 5, handoff_requests = 0, and every
-#      release fired one predecessor watch.
+#      release fired one predecessor watch (ZooKeeper: one notification
+#      per deleted node).
 #  (3) A handoff across clusters to the waiter right behind the holder
 #      needs no request either; a waiter further back whose predecessor was
 #      another cluster's waiter lists the directory again, once.
@@ -78,6 +79,8 @@ cmp_ok(($z1->{sent} - $z0->{sent}) - ($z1->{received} - $z0->{received}), '<=', 
 
 # (2) Handoffs within one cluster.
 my $c1 = counters($a);
+my $z2 = zk_session_counts($zk, $a_session);
+my $t2 = time;
 my $holder = bg_session($a);
 $holder->query_safe("SELECT zk_lock_acquire('q') > 0");
 my @waiters;
@@ -101,6 +104,17 @@ $d = delta($c1, counters($a));
 is($d->{handoffs}, 5, '(2) five handoffs');
 is($d->{handoff_requests}, 0, '(2) none needed a request: the predecessor was this cluster\'s holder');
 is($d->{watch_events}, 5, '(2) each release fired one predecessor watch');
+
+# ZooKeeper's count of the notifications: one per deleted node (six: the
+# holder's and the five waiters'), as ZooKeeper keeps one watch per path
+# and session, so the successor's watch and the node's own (a waiter
+# watches its own node) are one; the library hands the event to both.
+my $z3 = zk_session_counts($zk, $a_session);
+my $notified = ($z3->{sent} - $z2->{sent}) - ($z3->{received} - $z2->{received});
+my $ticks = 1 + int((time - $t2) / (10 / 6));
+is($notified, 6, '(2) ZooKeeper sent one notification per deleted node: 6 for five handoffs');
+cmp_ok(($z3->{requests} - $z2->{requests}) - $d->{zk_requests}, '<=', $ticks,
+	'(2) ZooKeeper answered the requests zk_status() counts, and heartbeats');
 $holder->quit;
 
 # (3) Across clusters: A holds, B waits right behind, A2 waits behind B.
