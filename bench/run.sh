@@ -77,7 +77,8 @@ done
 mkdir -p "$WORK/classes"
 javac -nowarn -cp "$CP" -d "$WORK/classes" "$TOP/bench/CuratorBench.java"
 cc -O2 -Wall -o "$WORK/zkfloor" "$TOP/bench/zkfloor.c" -lzookeeper_mt -lpthread
-echo "CuratorBench (javac), zkfloor (cc), kazoo_bench.py (/usr/bin/python3)"
+cc -O2 -Wall -o "$WORK/zkrelay" "$TOP/bench/zkrelay.c" -lpthread
+echo "CuratorBench (javac), zkfloor and zkrelay (cc), kazoo_bench.py (/usr/bin/python3)"
 
 say "ZooKeeper and PostgreSQL"
 # ZooKeeper as production runs it: default tickTime, an fsync per write.
@@ -132,7 +133,7 @@ say "benchmark$([ "$SMOKE" -eq 1 ] && echo ' (smoke: every shape, tiny sizes)')"
 ARGS=(--zk "$ZK_CONNECT" --zk-pid "$(cat "$WORK/zk/zk1.pid")"
 	--main "$WORK/main:$(cat "$WORK/main/port")"
 	--java-cp "$WORK/classes:$CP" --kazoo "$TOP/bench/kazoo_bench.py"
-	--floor "$WORK/zkfloor" --work "$WORK" --out "$OUT"
+	--floor "$WORK/zkfloor" --relay "$WORK/zkrelay" --work "$WORK" --out "$OUT"
 	--e "$WORK/e:$(cat "$WORK/e/port")")
 [ "$SMOKE" -eq 1 ] && ARGS+=(--smoke)
 if [ -n "$F_SKIP" ]; then

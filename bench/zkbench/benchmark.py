@@ -13,11 +13,13 @@ from .cpu import NCPU
 from .loops import LoopShapes
 from .many_locks import ManyLocksShape
 from .max_locks import MaxLocksShape
+from .network import NetworkShape
 from .uncontended import UncontendedShape
 from .waiters import WaitersShape
 
 
-class Bench(UncontendedShape, LoopShapes, WaitersShape, ManyLocksShape, MaxLocksShape):
+class Bench(UncontendedShape, LoopShapes, WaitersShape, ManyLocksShape, MaxLocksShape,
+            NetworkShape):
     def environment(self):
         m = self.zk.mntr()
         conf = dict(line.split("=", 1) for line in self.zk.fourlw("conf").splitlines() if "=" in line)
@@ -39,7 +41,8 @@ class Bench(UncontendedShape, LoopShapes, WaitersShape, ManyLocksShape, MaxLocks
     def shapes_run(self):
         """The shapes this run measures, as the table names them."""
         return ["(a)", "(b)", "(c)", "(d)"] + (["(e)"] if self.e else []) + \
-            (["(f)"] if self.f else [])
+            (["(f)"] if self.f else []) + \
+            ["(g) %g ms" % (d / 1000.0) for d in self.g_delays_us]
 
     def run(self):
         env = self.environment()
@@ -52,6 +55,7 @@ class Bench(UncontendedShape, LoopShapes, WaitersShape, ManyLocksShape, MaxLocks
         self.shape_loop("(c)", same=True)
         self.shape_d()
         self.attempt("(e)", "zklock", self.shape_e)
+        self.attempt("(g)", "zklock", self.shape_g)
         elapsed = time.time() - started
         m = self.zk.mntr()
         self.say("")
