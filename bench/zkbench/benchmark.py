@@ -89,6 +89,8 @@ class Bench(UncontendedShape, LoopShapes, WaitersShape, ManyLocksShape, MaxLocks
             "b": ("(b)", "%d clients, %d locks: acquisitions/s" % (self.clients, self.clients)),
             "c": ("(c)", "%d clients, 1 lock: handoffs/s" % self.clients),
             "d": ("(d)", "%d waiters: ZK requests per handoff" % self.waiters[-1]),
+            "g1": ("(g) 1 ms", "acquire+release, median"),
+            "g2": ("(g) 1 ms", "%d clients, %d locks: acquisitions/s" % (self.clients, self.clients)),
         }
         for key, (shape, metric) in panels.items():
             with open(os.path.join(self.a.work, "chart-%s.dat" % key), "w") as f:
