@@ -16,7 +16,7 @@ every number means).  Contenders, all on the same ZooKeeper:
 The code is in the package zkbench, next to this file: processes,
 postgres, zookeeper, cpu, stats and results are the parts; harness is what
 the shapes share; uncontended (a), loops (b, c), waiters (d), many_locks
-(e) and max_locks (f) are the shapes; benchmark runs them all.  --smoke
+(e), max_locks (f) and network (g, through zkrelay.c) are the shapes; benchmark runs them all.  --smoke
 runs every shape at a tiny size: it checks that each still works.
 
 Every process it starts is recorded and stopped, by pid, when it exits.
@@ -45,6 +45,7 @@ def main():
     ap.add_argument("--java-cp", required=True)
     ap.add_argument("--kazoo", required=True)
     ap.add_argument("--floor", required=True)
+    ap.add_argument("--relay", required=True, help="zkrelay, the delaying relay of shape (g)")
     ap.add_argument("--work", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--smoke", action="store_true",

@@ -1,7 +1,9 @@
 # chart.gp: draws the benchmark's chart (bench/out/bench.png) from the data
 # files bench.py writes, one per panel: chart-a.dat (shape a, median ms),
 # chart-b.dat (b, acquisitions/s), chart-c.dat (c, handoffs/s), chart-d.dat
-# (d, ZooKeeper requests per handoff).  Each line: "contender" value.
+# (d, ZooKeeper requests per handoff), chart-g1.dat and chart-g2.dat (g at
+# 1 ms one-way delay: median ms of the cycle, acquisitions/s of the
+# clients on distinct locks).  Each line: "contender" value.
 # chart-sizes.gp, written with them, sets clients and waiters (the sizes of
 # (b), (c) and (d), smaller in the smoke run) for the titles.
 #
@@ -9,9 +11,9 @@
 
 load datadir."/chart-sizes.gp"
 
-set terminal pngcairo size 1500,1050 noenhanced font ",10"
+set terminal pngcairo size 1500,1550 noenhanced font ",10"
 set output out
-set multiplot layout 2,2 title "zklock benchmark: zklock, Curator, kazoo, pg_advisory_lock and the bare ZooKeeper floor, one ZooKeeper"
+set multiplot layout 3,2 title "zklock benchmark: zklock, Curator, kazoo, pg_advisory_lock and the bare ZooKeeper floor, one ZooKeeper"
 set style data histograms
 set style fill solid 0.7 border -1
 set boxwidth 0.7
@@ -44,5 +46,13 @@ set offsets 0, 0, graph 0.12, 0
 set title sprintf("(d) %d waiters on one lock: ZooKeeper requests per handoff (lower is better)", waiters)
 plot datadir."/chart-d.dat" using 2:xtic(1) lc rgb "#aa3377", \
 	'' using 0:2:(sprintf("%.2f", $2)) with labels offset 0,0.8
+
+set title "(g) through a network, 1 ms each way: uncontended acquire + release, median (ms, lower is better)"
+plot datadir."/chart-g1.dat" using 2:xtic(1) lc rgb "#66ccee", \
+	'' using 0:2:(sprintf("%.2f", $2)) with labels offset 0,0.8
+
+set title sprintf("(g) through a network, 1 ms each way: %d clients on %d locks, acquisitions per second (higher is better)", clients, clients)
+plot datadir."/chart-g2.dat" using 2:xtic(1) lc rgb "#ee6677", \
+	'' using 0:2:(sprintf("%.0f", $2)) with labels offset 0,0.8
 
 unset multiplot

@@ -77,10 +77,12 @@ done
 mkdir -p "$WORK/classes"
 javac -nowarn -cp "$CP" -d "$WORK/classes" "$TOP/bench/CuratorBench.java"
 cc -O2 -Wall -o "$WORK/zkfloor" "$TOP/bench/zkfloor.c" -lzookeeper_mt -lpthread
-echo "CuratorBench (javac), zkfloor (cc), kazoo_bench.py (/usr/bin/python3)"
+cc -O2 -Wall -o "$WORK/zkrelay" "$TOP/bench/zkrelay.c" -lpthread
+echo "CuratorBench (javac), zkfloor and zkrelay (cc), kazoo_bench.py (/usr/bin/python3)"
 
 say "ZooKeeper and PostgreSQL"
-ZK_CONNECT=$("${AS_USER[@]}" bash "$ZKSERVER" start "$WORK/zk" 1)
+# ZooKeeper as production runs it: default tickTime, an fsync per write.
+ZK_CONNECT=$(ZK_PRODUCTION=1 "${AS_USER[@]}" bash "$ZKSERVER" start "$WORK/zk" 1)
 # main: every shape but (e), and the max_locks = 1024 side of (f); room for 100
 # waiters, 16 loop clients and a few more.
 pg_init "$WORK/main" "$ZK_CONNECT" zkbench_main "max_connections = 150"
@@ -131,7 +133,7 @@ say "benchmark$([ "$SMOKE" -eq 1 ] && echo ' (smoke: every shape, tiny sizes)')"
 ARGS=(--zk "$ZK_CONNECT" --zk-pid "$(cat "$WORK/zk/zk1.pid")"
 	--main "$WORK/main:$(cat "$WORK/main/port")"
 	--java-cp "$WORK/classes:$CP" --kazoo "$TOP/bench/kazoo_bench.py"
-	--floor "$WORK/zkfloor" --work "$WORK" --out "$OUT"
+	--floor "$WORK/zkfloor" --relay "$WORK/zkrelay" --work "$WORK" --out "$OUT"
 	--e "$WORK/e:$(cat "$WORK/e/port")")
 [ "$SMOKE" -eq 1 ] && ARGS+=(--smoke)
 if [ -n "$F_SKIP" ]; then

@@ -329,10 +329,11 @@ zkl_mark_lost(int slotno, const char *cause)
 }
 
 /*
- * Watch our own node from the moment we know its name, so that a deletion by
- * anyone is noticed: a waiter whose node vanished queues again before its
- * predecessor's deletion can make it believe it is lowest (ZooKeeper
- * delivers the two events in order), and a holder loses its lock.
+ * Watch our own node, so that a deletion by anyone is noticed: a waiter
+ * whose node vanished queues again before its predecessor's deletion can
+ * make it believe it is lowest (ZooKeeper delivers the two events in order),
+ * and a holder loses its lock.  A waiter sets it with its predecessor's; a
+ * hold granted at once only once it lasts (zkl_watch_lasting_holds).
  */
 static void
 zkl_watch_own_node(int slotno, zkl_slot *slot)
@@ -371,10 +372,14 @@ zkl_grant(int slotno, zkl_slot *slot)
 	zkl_works[slotno].phase = ZKL_PH_HELD;
 	zkl_works[slotno].handoff = false;
 	zkl_works[slotno].waited = false;
+
+	/*
+	 * A waiter's node is watched already.  A hold granted at once is not
+	 * watched yet: most are released before it would pay off, and
+	 * zkl_watch_lasting_holds arms the watch of those that last.
+	 */
 	if (!wanted)
 		zkl_send_delete(slotno, slot);
-	else
-		zkl_watch_own_node(slotno, slot);	/* normally set while waiting */
 }
 
 /* Our waiting node is gone (an operator, say): queue again with a new one. */
@@ -692,6 +697,13 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 	}
 	pred = ev->children[d.watch];
 
+	/*
+	 * Our node is watched before the predecessor is: ZooKeeper then tells of
+	 * our node's deletion before the predecessor's, and a waiter whose node
+	 * vanished queues again instead of taking the lock without a node.
+	 */
+	zkl_watch_own_node(slotno, slot);
+
 	/* From now on the request waits for another holder: its timeout runs. */
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	if (!slot->behind)
@@ -942,8 +954,6 @@ zkl_on_created(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 		work->phase = ZKL_PH_LISTING;
 		if (!wanted)
 			zkl_send_delete(slotno, slot);
-		else
-			zkl_watch_own_node(slotno, slot);
 	}
 	else if (ev->rc == ZNONODE && work->parent_attempts < 3)
 	{
@@ -1310,6 +1320,36 @@ zkl_adopt_slots(void)
 		zkl_mark_pending(i);
 	}
 	pfree(used);
+}
+
+/*
+ * Arm the own-node watch of every hold granted at once that is still held
+ * (the worker calls this with each periodic heartbeat): an uncontended
+ * acquire and release then costs a create, a listing and a delete, and no
+ * notification, while an operator's deletion of a held node is still
+ * noticed within one heartbeat interval (a sixth of the session timeout)
+ * plus a round trip.
+ */
+void
+zkl_watch_lasting_holds(void)
+{
+	int		   *held;
+	int			nheld = 0;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	held = palloc(sizeof(int) * Max(zkl_shared->nused, 1));
+	for (int i = zkl_shared->used_head; i >= 0; i = zkl_shared->slots[i].next)
+	{
+		if (zkl_shared->slots[i].state == ZKL_SLOT_HELD &&
+			zkl_works[i].phase == ZKL_PH_HELD &&
+			zkl_works[i].own_watch_gen != zkl_works[i].opgen)
+			held[nheld++] = i;
+	}
+	LWLockRelease(zkl_shared->lock);
+
+	for (int k = 0; k < nheld; k++)
+		zkl_watch_own_node(held[k], &zkl_shared->slots[held[k]]);
+	pfree(held);
 }
 
 /*

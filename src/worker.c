@@ -57,6 +57,9 @@ static bool zkl_closing_previous = false;
 static TimestampTz zkl_heartbeat_sent = 0;
 static bool zkl_heartbeat_in_flight = false;
 
+/* When the holds that last last had their own nodes watched. */
+static TimestampTz zkl_last_hold_watch = 0;
+
 /* ---- main thread ---- */
 
 static const char *
@@ -448,8 +451,9 @@ static TimestampTz zkl_last_reap = 0;
 
 /*
  * Keep the session's liveness known: a heartbeat every sixth of the session
- * timeout, or at once when a committing backend asks for fresh proof.  The
- * periodic one also looks for slots of backends that no longer exist.
+ * timeout, or at once when a committing backend asks for fresh proof.  As
+ * often, holds that last get the watch on their own node, and every ten
+ * seconds the slots of backends that no longer exist are looked for.
  */
 static void
 zkl_heartbeat(void)
@@ -473,6 +477,11 @@ zkl_heartbeat(void)
 		/* Not counted in zk_requests, which shows what locks cost. */
 		zkl_heartbeat_sent = now;
 		zkl_heartbeat_in_flight = true;
+	}
+	if (now >= TimestampTzPlusMilliseconds(zkl_last_hold_watch, zkl_heartbeat_interval()))
+	{
+		zkl_last_hold_watch = now;
+		zkl_watch_lasting_holds();
 	}
 	if (now >= TimestampTzPlusMilliseconds(zkl_last_reap, ZKL_REAP_INTERVAL_MS))
 	{
@@ -606,13 +615,16 @@ zkl_worker_exit_session(void)
 	proc_exit(1);
 }
 
-void
-zkl_worker_main(Datum arg)
+/*
+ * The worker's start: signals, its entry in pg_stat_activity, the event
+ * queue, its place in shared memory, the slots an earlier worker left, and
+ * what its loop waits on.
+ */
+static WaitEventSet *
+zkl_worker_start(void)
 {
 	WaitEventSet *wes;
 	int			event_fd;
-	TimestampTz shutdown_deadline = 0;
-	MemoryContext loop_cxt;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
@@ -631,8 +643,6 @@ zkl_worker_main(Datum arg)
 	zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
 
 	zkl_recipe_init();
-	loop_cxt = AllocSetContextCreate(TopMemoryContext, "zklock worker loop",
-									 ALLOCSET_DEFAULT_SIZES);
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	zkl_shared->worker_procno = MyProc->pgprocno;
@@ -647,6 +657,39 @@ zkl_worker_main(Datum arg)
 	AddWaitEventToSet(wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 	AddWaitEventToSet(wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
 	AddWaitEventToSet(wes, WL_SOCKET_READABLE, event_fd, NULL, NULL);
+	return wes;
+}
+
+/*
+ * On SIGTERM, let the backends' releases reach ZooKeeper first (a server
+ * shutdown terminates them at the same time), within a grace period: true
+ * once the worker may leave.  Looked at after a pass, which may have freed
+ * the last slot.
+ */
+static bool
+zkl_shutdown_due(TimestampTz *deadline)
+{
+	TimestampTz now;
+
+	if (!ShutdownRequestPending)
+		return false;
+	now = GetCurrentTimestamp();
+	if (*deadline == 0)
+		*deadline = TimestampTzPlusMilliseconds(now, 3000);
+	return now >= *deadline || zkl_zh == NULL ||
+		zkl_shared->session_state != ZKL_SESSION_CONNECTED ||
+		zkl_slots_in_use() == 0;
+}
+
+void
+zkl_worker_main(Datum arg)
+{
+	WaitEventSet *wes = zkl_worker_start();
+	TimestampTz shutdown_deadline = 0;
+	MemoryContext loop_cxt;
+
+	loop_cxt = AllocSetContextCreate(TopMemoryContext, "zklock worker loop",
+									 ALLOCSET_DEFAULT_SIZES);
 
 	/*
 	 * Work first, then sleep: requests queued before this worker published
@@ -670,23 +713,8 @@ zkl_worker_main(Datum arg)
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(loop_cxt);
 
-		/*
-		 * On SIGTERM, let the backends' releases reach ZooKeeper first (a
-		 * server shutdown terminates them at the same time), within a grace
-		 * period.  Looked at after the pass, which may have freed the last
-		 * slot.
-		 */
-		if (ShutdownRequestPending)
-		{
-			TimestampTz now = GetCurrentTimestamp();
-
-			if (shutdown_deadline == 0)
-				shutdown_deadline = TimestampTzPlusMilliseconds(now, 3000);
-			if (now >= shutdown_deadline || zkl_zh == NULL ||
-				zkl_shared->session_state != ZKL_SESSION_CONNECTED ||
-				zkl_slots_in_use() == 0)
-				break;
-		}
+		if (zkl_shutdown_due(&shutdown_deadline))
+			break;
 
 		(void) WaitEventSetWait(wes, zkl_sleep_time(shutdown_deadline), events,
 								lengthof(events), PG_WAIT_EXTENSION);

@@ -118,5 +118,6 @@ extern void zkl_handle_event(zkl_event *ev);
 extern void zkl_session_lost(void);
 extern void zkl_adopt_slots(void);
 extern void zkl_reap_dead_backends(void);
+extern void zkl_watch_lasting_holds(void);
 
 #endif							/* ZKLOCK_WORKER_H */

@@ -136,16 +136,10 @@ zkl_shmem_startup_hook(void)
 	zkl_shmem_startup();
 }
 
-void
-_PG_init(void)
+/* The zklock.* settings (README, "Settings"). */
+static void
+zkl_define_settings(void)
 {
-	/*
-	 * Without preloading there is neither shared memory nor a worker; the SQL
-	 * functions then fail with a hint (see zkl_require_shmem).
-	 */
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-
 	DefineCustomStringVariable("zklock.hosts",
 							   "ZooKeeper connect string used by the zklock worker.",
 							   "A comma-separated list of host:port pairs.",
@@ -231,6 +225,19 @@ _PG_init(void)
 							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("zklock");
+}
+
+void
+_PG_init(void)
+{
+	/*
+	 * Without preloading there is neither shared memory nor a worker; the SQL
+	 * functions then fail with a hint (see zkl_require_shmem).
+	 */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	zkl_define_settings();
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = zkl_shmem_request;

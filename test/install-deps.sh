@@ -6,14 +6,15 @@
 # small Java programs) and kazoo; gnuplot draws the benchmark's chart; gdb
 # lets a test make a backend forget its slots, as a bug would;
 # pg-bsd-indent and cppcheck keep the C sources in PostgreSQL's form
-# (make check-static).  Idempotent: with everything
+# (make check-static); linux-perf samples the benchmark's profile
+# (bench/profile.sh).  Idempotent: with everything
 # present it only checks, and never touches the network.
 set -euo pipefail
 
 PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev zookeeper
 	libipc-run-perl default-jdk-headless build-essential
 	libcurator-recipes-java python3-kazoo gnuplot-nox gdb
-	pg-bsd-indent cppcheck)
+	pg-bsd-indent cppcheck linux-perf)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

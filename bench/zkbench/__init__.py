@@ -13,5 +13,7 @@ bench/run.sh starts); bench/README.md says what every number means.
   waiters      shape (d): ZooKeeper requests per handoff to queued waiters
   many_locks   shape (e): 10,000 locks held at once by one cluster
   max_locks    shape (f): zklock.max_locks = 100000 against the default
+  network      shape (g): the uncontended cycle and 16 distinct locks through
+               zkrelay.c, a fixed delay each way between clients and ZooKeeper
   benchmark    Bench: every shape in order, the table, the chart's data
 """

@@ -13,17 +13,20 @@ from .cpu import NCPU
 from .loops import LoopShapes
 from .many_locks import ManyLocksShape
 from .max_locks import MaxLocksShape
+from .network import NetworkShape
 from .uncontended import UncontendedShape
 from .waiters import WaitersShape
 
 
-class Bench(UncontendedShape, LoopShapes, WaitersShape, ManyLocksShape, MaxLocksShape):
+class Bench(UncontendedShape, LoopShapes, WaitersShape, ManyLocksShape, MaxLocksShape,
+            NetworkShape):
     def environment(self):
         m = self.zk.mntr()
-        return ("ZooKeeper %s, %s; forceSync=no (the test servers' setting: no fsync per "
-                "write; mntr zk_cnt_fsynctime=%d); %d CPUs; load average before the run %s"
+        conf = dict(line.split("=", 1) for line in self.zk.fourlw("conf").splitlines() if "=" in line)
+        return ("ZooKeeper %s, %s, as production runs it: tickTime=%s, an fsync per write "
+                "(mntr zk_cnt_fsynctime=%d); %d CPUs; load average before the run %s"
                 % (str(m.get("zk_version", "?")).split("-")[0], m.get("zk_server_state", "?"),
-                   int(m.get("zk_cnt_fsynctime", 0)), NCPU,
+                   conf.get("tickTime", "?"), int(m.get("zk_cnt_fsynctime", 0)), NCPU,
                    " ".join(open("/proc/loadavg").read().split()[:3])))
 
     def warm_up(self):
@@ -38,7 +41,8 @@ class Bench(UncontendedShape, LoopShapes, WaitersShape, ManyLocksShape, MaxLocks
     def shapes_run(self):
         """The shapes this run measures, as the table names them."""
         return ["(a)", "(b)", "(c)", "(d)"] + (["(e)"] if self.e else []) + \
-            (["(f)"] if self.f else [])
+            (["(f)"] if self.f else []) + \
+            ["(g) %g ms" % (d / 1000.0) for d in self.g_delays_us]
 
     def run(self):
         env = self.environment()
@@ -51,6 +55,7 @@ class Bench(UncontendedShape, LoopShapes, WaitersShape, ManyLocksShape, MaxLocks
         self.shape_loop("(c)", same=True)
         self.shape_d()
         self.attempt("(e)", "zklock", self.shape_e)
+        self.attempt("(g)", "zklock", self.shape_g)
         elapsed = time.time() - started
         m = self.zk.mntr()
         self.say("")
@@ -84,6 +89,8 @@ class Bench(UncontendedShape, LoopShapes, WaitersShape, ManyLocksShape, MaxLocks
             "b": ("(b)", "%d clients, %d locks: acquisitions/s" % (self.clients, self.clients)),
             "c": ("(c)", "%d clients, 1 lock: handoffs/s" % self.clients),
             "d": ("(d)", "%d waiters: ZK requests per handoff" % self.waiters[-1]),
+            "g1": ("(g) 1 ms", "acquire+release, median"),
+            "g2": ("(g) 1 ms", "%d clients, %d locks: acquisitions/s" % (self.clients, self.clients)),
         }
         for key, (shape, metric) in panels.items():
             with open(os.path.join(self.a.work, "chart-%s.dat" % key), "w") as f:

@@ -5,7 +5,7 @@ and the helpers the shapes share: interleaved rounds of contenders, a
 metered driver run, open psql sessions for (a)'s loop, pgbench, the rows of
 a cycle's median and p99, waiting for zklock's slots to empty.
 
-The shapes (zkbench.uncontended, loops, waiters, many_locks, max_locks) are
+The shapes (zkbench.uncontended, loops, waiters, many_locks, max_locks, network) are
 subclasses of Harness; zkbench.benchmark.Bench puts them together.
 """
 
@@ -75,6 +75,9 @@ class Harness:
         # by round); the second pair with f_held locks held on the large
         # cluster.  A session's first call warms up with a_warmup cycles,
         # the later ones with f_rewarm.
+        # (g) runs g_rounds of (a)'s cycle and of (b)'s loop for each delay.
+        self.g_delays_us = [250, 1000]
+        self.g_rounds = 1
         if self.smoke:
             self.f_rounds, self.f_seconds, self.f_held, self.f_rewarm = 2, 0.1, 500, 5
         else:

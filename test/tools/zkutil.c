@@ -17,7 +17,7 @@
  *                                 early with a clean close, SIGKILL leaves
  *                                 the session to expire (a crashed holder)
  *   zkutil HOSTS delete PATH
- *   zkutil HOSTS mntr|wchc|wchs|ruok|srvr|stat4|cons|conf|dump|envi|isro
+ *   zkutil HOSTS mntr|wchc|wchp|wchs|ruok|srvr|stat4|cons|conf|dump|envi|isro
  *                                 four-letter word over plain TCP to the
  *                                 first host ("stat4" sends "stat")
  *
@@ -75,7 +75,7 @@ usage(void)
 			"  ls PATH | get PATH | stat PATH | delete PATH\n"
 			"  create PATH [DATA] [--ephemeral] [--sequential] [--ephemeral-sequential]\n"
 			"         [--container] [--parents] [--hold SECONDS] [--session-timeout MS]\n"
-			"  mntr | wchc | wchs | ruok | srvr | stat4 | cons | conf | dump | envi | isro\n",
+			"  mntr | wchc | wchp | wchs | ruok | srvr | stat4 | cons | conf | dump | envi | isro\n",
 			progname);
 	exit(EXIT_ERR);
 }
@@ -452,7 +452,7 @@ int
 main(int argc, char **argv)
 {
 	static const char *const words[] = {
-		"mntr", "wchc", "wchs", "ruok", "srvr", "cons", "conf", "dump",
+		"mntr", "wchc", "wchp", "wchs", "ruok", "srvr", "cons", "conf", "dump",
 		"envi", "isro", NULL
 	};
 	const char *hosts,

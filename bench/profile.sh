@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Where the time of shape (b) goes: 16 pgbench clients, each on a lock of
+# its own, against one ZooKeeper run as production runs it and one cluster
+# with zklock, for SECONDS (default 10).  Prints the CPU time per cycle (one
+# acquire + release) of each part, read from /proc for every thread: the
+# backends, the zklock worker's main thread, libzookeeper's I/O and
+# completion threads, the ZooKeeper server, pgbench; and their context
+# switches per cycle.  With linux-perf (`perf`, installed by
+# test/install-deps.sh), it also samples the whole machine (`perf record
+# -a -g`) over the same window and prints the hottest symbols of the
+# worker and of the backends.  Stops everything it started, by pid.
+#
+#   bash bench/profile.sh [SECONDS]
+set -euo pipefail
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+ZKSERVER=$TOP/test/zkserver.sh
+# shellcheck source-path=SCRIPTDIR source=../test/lib/common.sh
+. "$TOP/test/lib/common.sh"
+SECONDS_RUN=${1:-10}
+CLIENTS=16
+
+WORK=$(make_workdir zklock-profile)
+exit_profile() {
+	[ -n "${WORK:-}" ] || return 0
+	pg_stop "$WORK/pg" 2>/dev/null || true
+	"${AS_USER[@]}" bash "$ZKSERVER" stop "$WORK/zk" 2>/dev/null || true
+	rm -rf "$WORK"
+}
+trap exit_profile EXIT
+
+ZK_CONNECT=$(ZK_PRODUCTION=1 "${AS_USER[@]}" bash "$ZKSERVER" start "$WORK/zk" 1)
+pg_init "$WORK/pg" "$ZK_CONNECT" zkprofile "max_connections = 50"
+pg_start "$WORK/pg"
+PORT=$(cat "$WORK/pg/port")
+PSQL=("$PGBIN/psql" -X -At -h "$WORK/pg" -p "$PORT" -U postgres -d postgres)
+"${PSQL[@]}" -q -c 'CREATE EXTENSION zklock'
+for ((i = 0; i < 300; i++)); do
+	[ "$("${PSQL[@]}" -c 'SELECT state FROM zk_status()')" = connected ] && break
+	sleep 0.1
+done
+
+printf '%s\n' "SELECT zk_lock_acquire('profile-' || :client_id);" \
+	"SELECT zk_lock_release('profile-' || :client_id);" >"$WORK/b.sql"
+chmod 644 "$WORK/b.sql"
+WORKER=$("${PSQL[@]}" -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'zklock worker'")
+ZK_PID=$(cat "$WORK/zk/zk1.pid")
+
+# Warm up (ZooKeeper's JIT, the plans), unmeasured.
+"${AS_USER[@]}" "$PGBIN/pgbench" -n -M prepared -h "$WORK/pg" -p "$PORT" -U postgres \
+	-c "$CLIENTS" -j 2 -T 3 -f "$WORK/b.sql" postgres >/dev/null
+
+# Per-thread CPU ticks and context switches of the parts, before and after.
+snapshot() {
+	/usr/bin/python3 - "$WORKER" "$ZK_PID" "$PORT" <<'EOF'
+import os, sys
+worker, zk, port = sys.argv[1], sys.argv[2], sys.argv[3]
+def threads(pid):
+    for tid in os.listdir("/proc/%s/task" % pid):
+        try:
+            st = open("/proc/%s/task/%s/stat" % (pid, tid)).read()
+            comm = open("/proc/%s/task/%s/comm" % (pid, tid)).read().strip()
+            sched = dict(l.split(":", 1) for l in open("/proc/%s/task/%s/status" % (pid, tid))
+                         if l.startswith(("voluntary_ctxt", "nonvoluntary_ctxt")))
+        except OSError:
+            continue
+        f = st[st.rindex(")") + 2:].split()
+        yield tid, comm, int(f[11]) + int(f[12]), sum(int(v) for v in sched.values())
+parts = {}
+def add(part, ticks, cs):
+    t, c = parts.get(part, (0, 0))
+    parts[part] = (t + ticks, c + cs)
+# The worker's threads: its main thread, then libzookeeper's, in the order
+# zookeeper_init starts them (I/O, then completions).
+others = sorted((int(t[0]), t) for t in threads(worker) if t[0] != worker)
+for tid, comm, ticks, cs in threads(worker):
+    if tid == worker:
+        add("worker main thread", ticks, cs)
+for n, (_, (tid, comm, ticks, cs)) in enumerate(others):
+    add({0: "libzookeeper I/O thread", 1: "libzookeeper completion thread"}.get(
+        n, "worker thread %d" % n), ticks, cs)
+for tid, comm, ticks, cs in threads(zk):
+    add("ZooKeeper server (JVM)", ticks, cs)
+for pid in os.listdir("/proc"):
+    if not pid.isdigit():
+        continue
+    try:
+        cmd = open("/proc/%s/cmdline" % pid).read()
+    except OSError:
+        continue
+    if cmd.startswith("postgres: zkprofile: postgres postgres"):
+        for tid, comm, ticks, cs in threads(pid):
+            add("backends", ticks, cs)
+    elif cmd.startswith("/usr/lib/postgresql/15/bin/pgbench") and ("-p\0%s\0" % port) in cmd:
+        for tid, comm, ticks, cs in threads(pid):
+            add("pgbench", ticks, cs)
+for k, (t, c) in sorted(parts.items()):
+    print("%s\t%d\t%d" % (k, t, c))
+EOF
+}
+
+"${AS_USER[@]}" "$PGBIN/pgbench" -n -M prepared -h "$WORK/pg" -p "$PORT" -U postgres \
+	-c "$CLIENTS" -j 2 -T "$((SECONDS_RUN + 8))" -f "$WORK/b.sql" postgres >"$WORK/pgbench.out" &
+PGBENCH=$!
+sleep 1
+before=$(snapshot)
+acq0=$("${PSQL[@]}" -c 'SELECT acquired FROM zk_status()')
+if command -v perf >/dev/null; then
+	perf record -q -a -g -o "$WORK/perf.data" -- sleep "$SECONDS_RUN" 2>/dev/null || true
+else
+	sleep "$SECONDS_RUN"
+fi
+after=$(snapshot)
+acq1=$("${PSQL[@]}" -c 'SELECT acquired FROM zk_status()')
+wait "$PGBENCH"
+cycles=$((acq1 - acq0))
+HZ=$(getconf CLK_TCK)
+
+echo "shape (b): $CLIENTS clients, $CLIENTS locks, $cycles cycles in ${SECONDS_RUN} s" \
+	"($(awk -v n="$cycles" -v s="$SECONDS_RUN" 'BEGIN { printf "%.0f", n / s }') /s)"
+printf '%-40s %12s %14s\n' "part" "CPU us/cycle" "switches/cycle"
+join -t $'\t' <(echo "$before" | sort) <(echo "$after" | sort) |
+	awk -F '\t' -v n="$cycles" -v hz="$HZ" '{
+		printf "%-40s %12.1f %14.2f\n", $1, ($4 - $2) * 1e6 / hz / n, ($5 - $3) / n }'
+
+if [ -f "$WORK/perf.data" ]; then
+	echo
+	echo "hottest symbols of the zklock worker (perf, whole machine, ${SECONDS_RUN} s):"
+	perf report -q -i "$WORK/perf.data" --no-children -g none --pid "$WORKER" --sort sym \
+		--stdio 2>/dev/null | grep -v '^$' | grep -v '^ *|' | grep -v '^ *-' | head -15 || true
+	echo
+	echo "CPU by command (perf samples, whole machine):"
+	perf report -q -i "$WORK/perf.data" --no-children -g none --sort comm --stdio 2>/dev/null |
+		grep -v '^$' | grep -v '^ *|' | grep -v '^ *-' | head -10 || true
+fi
