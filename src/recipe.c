@@ -21,13 +21,14 @@
  *	phase		event				-> action, next phase
  *	IDLE		request posted		-> create + listing, CREATING
  *				(zk_lock_contenders)-> listing, INSPECTING
- *	CREATING	CREATED ok			-> own-node watch, LISTING
+ *	CREATING	CREATED ok			-> LISTING
  *				CREATED ZNONODE		-> create the parents, create again
  *				CREATED lost		-> RECOVERING (find our node by uuid)
  *	RECOVERING	RECOVER_CHILDREN	-> found: RECOVER_STAT; else create again
  *				RECOVER_STAT ok		-> listing, LISTING
  *	LISTING		CHILDREN			-> zkl_decide(): HELD: grant, HELD;
- *									   WAIT: watch the node ahead, WATCHING
+ *									   WAIT: watch our node and the node
+ *									   ahead, WATCHING
  *									   (a try: DELETING, busy);
  *									   DEADLOCK: DELETING, then fail;
  *									   ABSENT: IDLE, queued again
@@ -39,7 +40,8 @@
  *				OWN_EXISTS ZNONODE,
  *				OWN_WATCH deleted	-> waiting: IDLE, queued again;
  *									   holding: the lock is lost
- *	HELD		released			-> delete, DELETING
+ *	HELD		heartbeat tick		-> own-node watch, if not set
+ *				released			-> delete, DELETING
  *	DELETING	DELETED				-> slot freed (a failure is reported first)
  *	INSPECTING	INSPECT_CHILDREN, INSPECT_DATA -> reply written, IDLE
  *
