@@ -90,20 +90,22 @@ static void *
 reader_main(void *arg)
 {
 	direction  *d = arg;
+	char	   *buf = malloc(CHUNK_MAX);
 
+	if (buf == NULL)
+		die("malloc");
 	for (;;)
 	{
-		chunk	   *c = malloc(sizeof(chunk) + CHUNK_MAX);
-		ssize_t		n;
+		ssize_t		n = read(d->from, buf, CHUNK_MAX);
+		chunk	   *c;
 
+		if (n <= 0)
+			break;
+		/* A chunk as large as what was read: requests are small. */
+		c = malloc(sizeof(chunk) + (size_t) n);
 		if (c == NULL)
 			die("malloc");
-		n = read(d->from, c->data, CHUNK_MAX);
-		if (n <= 0)
-		{
-			free(c);
-			break;
-		}
+		memcpy(c->data, buf, (size_t) n);
 		c->len = (size_t) n;
 		c->next = NULL;
 		due_after_delay(&c->due);
@@ -116,6 +118,7 @@ reader_main(void *arg)
 		pthread_cond_signal(&d->cond);
 		pthread_mutex_unlock(&d->mutex);
 	}
+	free(buf);
 	pthread_mutex_lock(&d->mutex);
 	d->eof = 1;
 	pthread_cond_signal(&d->cond);

@@ -57,7 +57,7 @@ static bool zkl_closing_previous = false;
 static TimestampTz zkl_heartbeat_sent = 0;
 static bool zkl_heartbeat_in_flight = false;
 
-/* When the holds that last last had their own nodes watched. */
+/* When zkl_watch_lasting_holds last ran. */
 static TimestampTz zkl_last_hold_watch = 0;
 
 /* ---- main thread ---- */
@@ -565,9 +565,14 @@ zkl_handle_interrupts(void)
 		 */
 		if (zkl_zh && zkl_current_hosts && strcmp(zkl_current_hosts, zkl_hosts) != 0)
 		{
-			ereport(LOG,
-					(errmsg("zklock moves to ZooKeeper servers %s; its worker restarts to reattach to session 0x%llx there",
-							zkl_hosts, (unsigned long long) zkl_shared->session_id)));
+			if (zkl_shared->session_id != 0)
+				ereport(LOG,
+						(errmsg("zklock moves to ZooKeeper servers %s; its worker restarts to reattach to session 0x%llx there",
+								zkl_hosts, (unsigned long long) zkl_shared->session_id)));
+			else
+				ereport(LOG,
+						(errmsg("zklock moves to ZooKeeper servers %s; its worker restarts to connect there",
+								zkl_hosts)));
 			proc_exit(1);
 		}
 		if (zkl_zh)

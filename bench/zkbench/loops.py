@@ -63,6 +63,18 @@ class LoopShapes(Harness):
         return {"n": out["n"], "seconds": out["seconds"],
                 "delays": handoff_delays(events) if events is not None else None}, usage
 
+    def loop_rate(self, got, name):
+        """A loop contender's acquisitions, their rate, and its usage."""
+        parts, usage = got[name]
+        n = sum(x["n"] for x in parts)
+        return n, n / sum(x["seconds"] for x in parts), usage
+
+    def distinct_rate_row(self, shape, name, rate, n, usage, target=None, note=None):
+        """Print and record the rate of clients on distinct locks."""
+        self.say("  %-34s %8.0f acquisitions/s" % (name, rate))
+        self.res.add(shape, "%d clients, %d locks: acquisitions/s" % (self.clients, self.clients),
+                     name, rate, "/s", target=target, cpu=usage, n=int(n), note=note)
+
     def shape_loop(self, shape, same):
         self.say("%s %d clients on %s (%d rounds)" % (
             shape, self.clients, "one lock" if same else "%d distinct locks" % self.clients,
@@ -92,15 +104,11 @@ class LoopShapes(Harness):
         for name, _ in contenders:
             if name not in got:
                 continue
-            parts, usage = got[name]
-            n = sum(x["n"] for x in parts)
-            rate = n / sum(x["seconds"] for x in parts)
+            n, rate, usage = self.loop_rate(got, name)
+            parts = got[name][0]
             target = ("ratio>=", 1.5) if name.startswith("zklock") else None
             if not same:
-                self.say("  %-34s %8.0f acquisitions/s" % (name, rate))
-                self.res.add(shape, "%d clients, %d locks: acquisitions/s"
-                             % (self.clients, self.clients), name, rate, "/s", target=target,
-                             cpu=usage, n=int(n), note=notes.get(name))
+                self.distinct_rate_row(shape, name, rate, n, usage, target, notes.get(name))
                 continue
             delays = None
             if parts[0]["delays"] is not None:

@@ -5,7 +5,9 @@ session moved to the relay by a reload of zklock.hosts), Curator and kazoo
 then pay a real round trip for each request they wait for.  Measured: the
 uncontended acquire + release, and the acquisitions per second of 16
 clients on 16 distinct locks.  Here zklock's one round trip per acquire
-(create and listing sent together) against Curator's three shows.
+(create and listing sent together) against Curator's three shows.  It
+measures with (a)'s and (b)'s means (a_pgbench, a_driver, loop_pgbench,
+loop_driver, from the sibling shapes Bench puts together).
 """
 
 import time
@@ -75,11 +77,6 @@ class NetworkShape(Harness):
         for name, _ in loops:
             if name not in got:
                 continue
-            parts, usage = got[name]
-            n = sum(x["n"] for x in parts)
-            rate = n / sum(x["seconds"] for x in parts)
+            n, rate, usage = self.loop_rate(got, name)
             target = ("ratio>=", 2) if at_1ms and name.startswith("zklock") else None
-            self.say("  %-34s %8.0f acquisitions/s" % (name, rate))
-            self.res.add(shape, "%d clients, %d locks: acquisitions/s"
-                         % (self.clients, self.clients), name, rate, "/s", target=target,
-                         cpu=usage, n=int(n))
+            self.distinct_rate_row(shape, name, rate, n, usage, target)
