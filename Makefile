@@ -2,10 +2,13 @@
 
 MODULE_big = zklock
 OBJS = src/zklock.o src/shmem.o src/encode.o src/worker.o src/requests.o src/session_file.o src/lock_rule.o src/recipe.o \
-	src/backend.o src/contenders.o src/functions.o
+	src/backend.o src/contenders.o src/functions.o src/stubs_1_1.o
 
 EXTENSION = zklock
-DATA = zklock--1.0.sql
+DATA = zklock--1.0.sql zklock--1.0--1.1.sql
+# The full script of the newest version is the first one plus every upgrade,
+# so that a fresh install and an upgraded one cannot differ.
+DATA_built = zklock--1.1.sql
 PGFILEDESC = "zklock - ZooKeeper distributed locks"
 
 SHLIB_LINK = -lzookeeper_mt -lpthread
@@ -20,6 +23,10 @@ ISOLATION_OPTS = --load-extension=zklock
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+zklock--1.1.sql: zklock--1.0.sql zklock--1.0--1.1.sql
+	{ echo '/* zklock--1.1.sql: SQL objects of the zklock extension (built from zklock--1.0.sql and the upgrade scripts) */'; \
+	  for f in $^; do echo; sed -e '1{/^\/\*/d}' -e '/^\\echo /d' "$$f"; done; } | cat -s > $@
 
 # PGXS tracks no header dependencies: a changed struct must rebuild every
 # object that sees it.
