@@ -329,7 +329,9 @@ zkl_lock_is_lost(zkl_local_lock *lock)
 	bool		lost;
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	lost = slot->generation == lock->generation && slot->state == ZKL_SLOT_LOST;
+	lost = slot->generation == lock->generation &&
+		(slot->state == ZKL_SLOT_LOST ||
+		 (slot->state == ZKL_SLOT_HELD && slot->take_reason != ZKL_TAKE_NONE));
 	LWLockRelease(zkl_shared->lock);
 	return lost;
 }
@@ -339,15 +341,26 @@ static void
 zkl_report_if_lost(zkl_local_lock *lock)
 {
 	char		name[ZKL_MAX_NAME_LEN + 1];
+	zkl_take_reason reason;
+	int			max_hold_ms;
+	zkl_slot   *slot = &zkl_shared->slots[lock->slotno];
 
 	if (!zkl_lock_is_lost(lock))
 		return;
 
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	reason = slot->take_reason;
+	max_hold_ms = slot->max_hold_ms;
+	LWLockRelease(zkl_shared->lock);
 	strlcpy(name, lock->key + 1, sizeof(name));
 	zkl_drop_local(lock);
 	ereport(ERROR,
 			(errcode(ERRCODE_ZKLOCK_LOST),
 			 errmsg("ZooKeeper lock \"%s\" was lost", name),
+			 reason == ZKL_TAKE_REVOKED ?
+			 errdetail("Its holder was asked to give it up (zk_lock_revoke), and zklock.on_revoke is \"cancel\".") :
+			 reason == ZKL_TAKE_HOLD_LIMIT ?
+			 errdetail("It was held longer than zklock.max_hold_time (%d ms) and given up.", max_hold_ms) :
 			 errdetail("Its ZooKeeper node vanished while this session held it: the session expired or the node was deleted."),
 			 errhint("Another client may have taken the lock; redo the work under a new lock.")));
 }
@@ -425,6 +438,13 @@ zkl_claim_slot(const char *name, const char *dir, TimestampTz start)
 	slot->try_only = false;
 	slot->commit_waiting = false;
 	slot->inspect = false;
+	slot->op = ZKL_OP_LOCK;
+	slot->permits = 0;
+	slot->max_hold_ms = zkl_max_hold_time;
+	slot->on_revoke = zkl_on_revoke_setting;
+	slot->revoke_requested = false;
+	slot->take_reason = ZKL_TAKE_NONE;
+	slot->lease[0] = '\0';
 	slot->kind = ZKL_NODE_READ;
 	slot->sibling_slotno = -1;
 	slot->pid = MyProcPid;
@@ -461,11 +481,15 @@ zkl_submit_slot(int slotno)
 }
 
 /*
- * Have the worker read a lock directory into our segment "reply" (see
- * contenders.c).  Waits like an acquire, but only for the session.
+ * Have the worker do what is not a lock request (see zkl_slot_op): read the
+ * directory dir of lock name into our segment "reply" (contenders.c), or
+ * ask the holder at dir/node to give the lock up.  Waits like an acquire,
+ * but only for the session.  Returns ZooKeeper's answer (ZOK, or ZNONODE
+ * for a node gone meanwhile); other failures are reported here.
  */
-void
-zkl_read_directory(const char *name, dsm_handle reply)
+int
+zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *node,
+			   dsm_handle reply)
 {
 	int			slotno;
 	zkl_slot   *slot;
@@ -473,10 +497,13 @@ zkl_read_directory(const char *name, dsm_handle reply)
 	TimestampTz start = GetCurrentTimestamp();
 
 	zkl_require_shmem();
-	slotno = zkl_claim_slot(name, zkl_lock_dir(name, strlen(name)), start);
+	slotno = zkl_claim_slot(name, dir, start);
 	slot = &zkl_shared->slots[slotno];
 	slot->inspect = true;
+	slot->op = op;
 	slot->reply_handle = reply;
+	if (node)
+		strlcpy(slot->node, node, sizeof(slot->node));
 	generation = zkl_submit_slot(slotno);
 	for (;;)
 	{
@@ -503,8 +530,10 @@ zkl_read_directory(const char *name, dsm_handle reply)
 			if (state == ZKL_SLOT_FAILED)
 				ereport(ERROR,
 						(errcode(ERRCODE_ZKLOCK_ERROR),
+						 op == ZKL_OP_REVOKE ?
+						 errmsg("could not ask the holder of ZooKeeper lock \"%s\" to give it up: %s", name, zerror(zk_rc)) :
 						 errmsg("could not read the contenders of ZooKeeper lock \"%s\": %s", name, zerror(zk_rc))));
-			return;
+			return zk_rc;
 		}
 
 		conn_deadline = TimestampTzPlusMilliseconds(Max(start, since), zkl_connect_timeout);
@@ -513,7 +542,8 @@ zkl_read_directory(const char *name, dsm_handle reply)
 			zkl_cancel_wait(false);
 			ereport(ERROR,
 					(errcode(ERRCODE_ZKLOCK_UNAVAILABLE),
-					 errmsg("could not read the contenders of ZooKeeper lock \"%s\": ZooKeeper is not reachable", name),
+					 errmsg("could not reach ZooKeeper for lock \"%s\"", name),
+					 errdetail("No ZooKeeper session for %d ms (zklock.connect_timeout).", zkl_connect_timeout),
 					 errhint("Check that zklock.hosts (\"%s\") lists running ZooKeeper servers.", zkl_hosts)));
 		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH |

@@ -20,9 +20,12 @@ extern bool zkl_release_session(text *name, bool shared);
 extern void zkl_release_all_session(void);
 extern bool zkl_held_token(text *name, int64 *token);
 extern bool zkl_session_proven(int *timeout_ms, TimestampTz *until);
-extern void zkl_read_directory(const char *name, dsm_handle reply);
+extern int	zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *node,
+						   dsm_handle reply);
 
 /* contenders.c */
 extern void zkl_list_contenders(FunctionCallInfo fcinfo, text *name);
+extern bool zkl_verify_token(text *name, int64 token);
+extern int	zkl_revoke_holders(text *name);
 
 #endif							/* ZKLOCK_BACKEND_H */

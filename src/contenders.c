@@ -13,6 +13,8 @@
  */
 #include "postgres.h"
 
+#include <zookeeper/zookeeper.h>
+
 #include "access/xact.h"
 #include "common/jsonapi.h"
 #include "funcapi.h"
@@ -35,6 +37,7 @@ typedef struct zkl_contender
 	int			data_len;
 	bool		is_zklock;		/* the data is zklock's description */
 	Datum		holder;			/* zklock's JSON as jsonb, or 0 */
+	bool		held;			/* by the lock rule */
 	char	   *owner;			/* "<system identifier>:<host>:<port>:<pid>"
 								 * of a zklock node; a standby shares the
 								 * identifier */
@@ -172,7 +175,7 @@ zkl_data_text(const char *data, int len)
 
 /* Ask the worker, growing the segment until the reply fits. */
 static dsm_segment *
-zkl_fetch_directory(const char *name)
+zkl_fetch_directory(const char *name, const char *dir)
 {
 	Size		capacity = 64 * 1024;
 
@@ -184,7 +187,7 @@ zkl_fetch_directory(const char *name)
 		reply->capacity = capacity;
 		reply->needed = 0;
 		reply->nchildren = 0;
-		zkl_read_directory(name, dsm_segment_handle(seg));
+		(void) zkl_ask_worker(name, dir, ZKL_OP_INSPECT, NULL, dsm_segment_handle(seg));
 		if (reply->needed <= capacity)
 			return seg;
 		if (attempt == 3)
@@ -247,27 +250,21 @@ zkl_contenders_of(zkl_inspect_reply *reply, int *count)
 	return all;
 }
 
-void
-zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
+/*
+ * The contenders of lock name (whose directory is dir) in queue order,
+ * each marked held or not by the lock rule; *count gets how many.
+ */
+static zkl_contender *
+zkl_read_contenders(const char *name, const char *dir, int *count)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char		key[ZKL_MAX_NAME_LEN + 1];
-	char	   *dir;
 	dsm_segment *seg;
-	zkl_inspect_reply *reply;
 	zkl_contender *all;
 	const char **names;
 	const char **ours;
-	int			n = 0;
+	int			n;
 
-	zkl_require_shmem();
-	zkl_name_key(name, key);
-	dir = zkl_lock_dir(key, strlen(key));
-	InitMaterializedSRF(fcinfo, 0);
-
-	seg = zkl_fetch_directory(key);
-	reply = dsm_segment_address(seg);
-	all = zkl_contenders_of(reply, &n);
+	seg = zkl_fetch_directory(name, dir);
+	all = zkl_contenders_of(dsm_segment_address(seg), &n);
 	dsm_detach(seg);
 
 	/* Queue order is serial-number order, right across the counter's wrap. */
@@ -277,16 +274,36 @@ zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
 	for (int i = 0; i < n; i++)
 		names[i] = all[i].node;
 	for (int i = 0; i < n; i++)
+		all[i].held = zkl_contender_held(all, n, i, names, ours);
+	*count = n;
+	return all;
+}
+
+void
+zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char		key[ZKL_MAX_NAME_LEN + 1];
+	char	   *dir;
+	zkl_contender *all;
+	int			n = 0;
+
+	zkl_require_shmem();
+	zkl_name_key(name, key);
+	dir = zkl_lock_dir(key, strlen(key));
+	InitMaterializedSRF(fcinfo, 0);
+
+	all = zkl_read_contenders(key, dir, &n);
+	for (int i = 0; i < n; i++)
 	{
 		zkl_contender *c = &all[i];
 		bool		is_zklock = c->is_zklock;
-		bool		held = zkl_contender_held(all, n, i, names, ours);
 		Datum		values[8];
 		bool		nulls[8] = {0};
 
 		values[0] = Int32GetDatum(i + 1);
 		values[1] = CStringGetTextDatum(c->name.shared ? "shared" : "exclusive");
-		values[2] = CStringGetTextDatum(held ? "held" : "waiting");
+		values[2] = CStringGetTextDatum(c->held ? "held" : "waiting");
 		/* Other clients may name their nodes in any UTF-8. */
 		values[3] = PointerGetDatum(zkl_text_for_reader(psprintf("%s/%s", dir, c->node),
 														strlen(dir) + 1 + strlen(c->node), PG_UTF8));
@@ -304,4 +321,56 @@ zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
 		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
+}
+
+/*
+ * zk_lock_verify: whether the contender whose czxid is token holds lock
+ * name now, by ZooKeeper's listing and the lock rule; any client's.
+ */
+bool
+zkl_verify_token(text *name, int64 token)
+{
+	char		key[ZKL_MAX_NAME_LEN + 1];
+	zkl_contender *all;
+	int			n;
+
+	zkl_require_shmem();
+	zkl_name_key(name, key);
+	all = zkl_read_contenders(key, zkl_lock_dir(key, strlen(key)), &n);
+	for (int i = 0; i < n; i++)
+		if (all[i].czxid == token)
+			return all[i].held;
+	return false;
+}
+
+/*
+ * zk_lock_revoke: write Curator's revocation message on the node of every
+ * holder of lock name; returns how many were asked (a holder that left
+ * meanwhile is not).
+ */
+int
+zkl_revoke_holders(text *name)
+{
+	char		key[ZKL_MAX_NAME_LEN + 1];
+	char	   *dir;
+	zkl_contender *all;
+	int			n;
+	int			asked = 0;
+
+	zkl_require_shmem();
+	zkl_name_key(name, key);
+	dir = zkl_lock_dir(key, strlen(key));
+	all = zkl_read_contenders(key, dir, &n);
+	for (int i = 0; i < n; i++)
+	{
+		/*
+		 * Names of our layouts fit; another client's longer name is not ours
+		 * to ask.
+		 */
+		if (!all[i].held || strlen(all[i].node) >= ZKL_MAX_NODE_LEN)
+			continue;
+		if (zkl_ask_worker(key, dir, ZKL_OP_REVOKE, all[i].node, 0) == ZOK)
+			asked++;
+	}
+	return asked;
 }

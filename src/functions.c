@@ -36,6 +36,8 @@ PG_FUNCTION_INFO_V1(zk_lock_check);
 PG_FUNCTION_INFO_V1(zk_lock_path);
 PG_FUNCTION_INFO_V1(zk_locks);
 PG_FUNCTION_INFO_V1(zk_status);
+PG_FUNCTION_INFO_V1(zk_lock_verify);
+PG_FUNCTION_INFO_V1(zk_lock_revoke);
 
 static text *
 zkl_name_arg(FunctionCallInfo fcinfo)
@@ -351,7 +353,9 @@ zk_locks(PG_FUNCTION_ARGS)
 		values[2] = PointerGetDatum(zkl_text_for_reader(slot->name, strlen(slot->name), slot->encoding));
 		values[3] = CStringGetTextDatum(slot->kind == ZKL_NODE_READ ? "shared" : "exclusive");
 		values[4] = CStringGetTextDatum(zkl_scope_name(slot));
-		values[5] = CStringGetTextDatum(zkl_slot_state_name(slot->state));
+		values[5] = CStringGetTextDatum(slot->state == ZKL_SLOT_HELD && slot->take_reason != ZKL_TAKE_NONE ? "lost" :
+										slot->state == ZKL_SLOT_HELD && slot->revoke_requested ? "revoke requested" :
+										zkl_slot_state_name(slot->state));
 		if (slot->node[0] != '\0')
 			values[6] = CStringGetTextDatum(psprintf("%s/%s", slot->dir, slot->node));
 		else
@@ -429,4 +433,24 @@ zk_status(PG_FUNCTION_ARGS)
 	LWLockRelease(s->lock);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* Whether the contender whose czxid is token holds lock name now. */
+Datum
+zk_lock_verify(PG_FUNCTION_ARGS)
+{
+	text	   *name = zkl_name_arg(fcinfo);
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("fencing token must not be null")));
+	PG_RETURN_BOOL(zkl_verify_token(name, PG_GETARG_INT64(1)));
+}
+
+/* Ask every holder of lock name to give it up; how many were asked. */
+Datum
+zk_lock_revoke(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(zkl_revoke_holders(zkl_name_arg(fcinfo)));
 }

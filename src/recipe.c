@@ -40,10 +40,16 @@
  *				OWN_EXISTS ZNONODE,
  *				OWN_WATCH deleted	-> waiting: IDLE, queued again;
  *									   holding: the lock is lost
- *	HELD		heartbeat tick		-> own-node watch, if not set
+ *	HELD		heartbeat tick		-> own-node watch, if not set;
+ *									   past zklock.max_hold_time: taken
+ *									   away (delete, DELETING, then lost)
+ *				OWN_EXISTS with the revocation message
+ *									-> as zklock.on_revoke says (cancel:
+ *									   taken away)
  *				released			-> delete, DELETING
  *	DELETING	DELETED				-> slot freed (a failure is reported first)
  *	INSPECTING	INSPECT_CHILDREN, INSPECT_DATA -> reply written, IDLE
+ *				REVOKE_SET			-> answer given, IDLE
  *
  *-------------------------------------------------------------------------
  */
@@ -299,12 +305,14 @@ zkl_mark_lost(int slotno, const char *cause)
 	bool		held;
 	bool		commit_waiting = false;
 	int			pid = 0;
+	zkl_take_reason reason = ZKL_TAKE_NONE;
 	char		name[ZKL_MAX_NAME_LEN + 1];
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	held = slot->state == ZKL_SLOT_HELD;
 	if (held)
 	{
+		reason = slot->take_reason;
 		slot->state = ZKL_SLOT_LOST;
 		slot->node[0] = '\0';
 		pid = slot->pid;
@@ -324,9 +332,66 @@ zkl_mark_lost(int slotno, const char *cause)
 	/* A commit waiting for proof reports the loss itself, as ZK002. */
 	if (commit_waiting)
 		return;
-	if (zkl_on_lock_lost == ZKL_ON_LOST_CANCEL)
+	/* A revocation obeyed by zklock.on_revoke = cancel cancels. */
+	if (reason == ZKL_TAKE_REVOKED || zkl_on_lock_lost == ZKL_ON_LOST_CANCEL)
 		kill(pid, SIGINT);
 	else if (zkl_on_lock_lost == ZKL_ON_LOST_TERMINATE)
+		kill(pid, SIGTERM);
+}
+
+/*
+ * Take a hold away from its backend (zkl_take_reason): from now on the
+ * backend counts it lost and its commit fails; its node is deleted, and once
+ * it is gone the loss is reported as any other (zkl_on_deleted).
+ */
+static void
+zkl_take_away(int slotno, zkl_slot *slot, zkl_take_reason reason)
+{
+	bool		taken;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	taken = slot->state == ZKL_SLOT_HELD && slot->wanted && slot->take_reason == ZKL_TAKE_NONE;
+	if (taken)
+		slot->take_reason = reason;
+	LWLockRelease(zkl_shared->lock);
+	if (!taken)
+		return;
+	/* A committing backend looks again. */
+	ConditionVariableBroadcast(&zkl_shared->contact_cv);
+	zkl_send_delete(slotno, slot);
+}
+
+/*
+ * A holder's node carries Curator's revocation message: do what
+ * zklock.on_revoke said when the lock was asked for.  Once per hold.
+ */
+static void
+zkl_revocation_asked(int slotno, zkl_slot *slot)
+{
+	bool		first;
+	zkl_on_revoke action;
+	int			pid;
+	char		name[ZKL_MAX_NAME_LEN + 1];
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	first = slot->state == ZKL_SLOT_HELD && !slot->revoke_requested;
+	if (first)
+		slot->revoke_requested = true;
+	action = slot->on_revoke;
+	pid = slot->pid;
+	strlcpy(name, slot->name, sizeof(name));
+	LWLockRelease(zkl_shared->lock);
+	if (!first)
+		return;
+
+	ereport(LOG,
+			(errmsg("zklock: backend %d was asked to give up ZooKeeper lock \"%s\"", pid, name),
+			 errdetail(action == ZKL_ON_REVOKE_IGNORE ? "zklock.on_revoke is \"ignore\": the backend keeps the lock." :
+					   action == ZKL_ON_REVOKE_CANCEL ? "zklock.on_revoke is \"cancel\": the lock is given up and the backend's statement cancelled." :
+					   "zklock.on_revoke is \"terminate\": the backend is terminated.")));
+	if (action == ZKL_ON_REVOKE_CANCEL)
+		zkl_take_away(slotno, slot, ZKL_TAKE_REVOKED);
+	else if (action == ZKL_ON_REVOKE_TERMINATE)
 		kill(pid, SIGTERM);
 }
 
@@ -347,9 +412,10 @@ zkl_watch_own_node(int slotno, zkl_slot *slot)
 	zkl_works[slotno].own_watch_gen = zkl_works[slotno].opgen;
 	path = zkl_child_path(slot, slot->node);
 
-	zkl_check_sent(slotno, zoo_awexists(zkl_zh, path, zkl_node_watcher,
-										(void *) zkl_ctx(ZKL_EV_OWN_WATCH, slotno),
-										zkl_stat_done, zkl_ctx(ZKL_EV_OWN_EXISTS, slotno)));
+	/* getData, so that a holder reads a revocation request with the watch. */
+	zkl_check_sent(slotno, zoo_awget(zkl_zh, path, zkl_node_watcher,
+									 (void *) zkl_ctx(ZKL_EV_OWN_WATCH, slotno),
+									 zkl_data_done, zkl_ctx(ZKL_EV_OWN_EXISTS, slotno)));
 	pfree(path);
 }
 
@@ -811,12 +877,45 @@ zkl_inspect_free(zkl_work *work)
 	work->inspection = NULL;
 }
 
+/*
+ * Start what a slot that is no lock asks (zkl_slot_op): read the directory,
+ * or write the revocation message on a holder's node.
+ */
 static void
 zkl_inspect_start(int slotno, zkl_slot *slot)
 {
 	zkl_works[slotno].phase = ZKL_PH_INSPECTING;
+	if (slot->op == ZKL_OP_REVOKE)
+	{
+		char	   *path = zkl_child_path(slot, slot->node);
+
+		zkl_check_sent(slotno, zoo_aset(zkl_zh, path, ZKL_REVOKE_MESSAGE, strlen(ZKL_REVOKE_MESSAGE),
+										-1, zkl_stat_done, zkl_ctx(ZKL_EV_REVOKE_SET, slotno)));
+		pfree(path);
+		return;
+	}
 	zkl_check_sent(slotno, zoo_aget_children(zkl_zh, slot->dir, 0, zkl_strings_done,
 											 zkl_ctx(ZKL_EV_INSPECT_CHILDREN, slotno)));
+}
+
+/* The revocation message was written (or the holder had left): tell the backend. */
+static void
+zkl_revoke_written(int slotno, zkl_slot *slot, int rc)
+{
+	bool		wanted;
+
+	zkl_end_work(&zkl_works[slotno]);
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	wanted = slot->wanted;
+	if (wanted)
+	{
+		slot->zk_rc = rc;
+		slot->state = ZKL_SLOT_HELD;	/* the answer is ready */
+		zkl_wake_backend(slot);
+	}
+	LWLockRelease(zkl_shared->lock);
+	if (!wanted)
+		zkl_free_slot(slotno);
 }
 
 /* Write what was read into the backend's segment, then tell it. */
@@ -1055,7 +1154,9 @@ zkl_on_pred_watch(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 static void
 zkl_on_own_exists(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 {
-	if (ev->rc == ZNONODE)
+	if (ev->rc == ZOK && ev->revoke_message && zkl_works[slotno].phase == ZKL_PH_HELD)
+		zkl_revocation_asked(slotno, slot);
+	else if (ev->rc == ZNONODE)
 		zkl_own_node_gone(slotno, slot, wanted);
 	else if (ev->rc != ZOK)
 	{
@@ -1084,6 +1185,7 @@ zkl_on_deleted(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 	zkl_work   *work = &zkl_works[slotno];
 	int			fail_rc = work->fail_rc;
 	bool		released;
+	bool		taken;
 
 	if (ev->rc != ZOK && ev->rc != ZNONODE)
 	{
@@ -1110,7 +1212,16 @@ zkl_on_deleted(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 	}
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	released = slot->state == ZKL_SLOT_RELEASING && slot->granted_at != 0;
+	taken = slot->state == ZKL_SLOT_HELD && slot->take_reason != ZKL_TAKE_NONE;
 	LWLockRelease(zkl_shared->lock);
+	if (taken)
+	{
+		/* Taken away (zkl_take_away): the backend learns it lost the lock. */
+		zkl_mark_lost(slotno, slot->take_reason == ZKL_TAKE_REVOKED ?
+					  "it was revoked" : "it was held longer than zklock.max_hold_time");
+		zkl_end_work(work);
+		return;
+	}
 	if (released)
 		zkl_count(released);
 	zkl_free_slot(slotno);
@@ -1119,7 +1230,9 @@ zkl_on_deleted(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 static void
 zkl_on_inspected(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 {
-	if (ev->rc == ZOK || ev->rc == ZNONODE)
+	if (ev->kind == ZKL_EV_REVOKE_SET && (ev->rc == ZOK || ev->rc == ZNONODE))
+		zkl_revoke_written(slotno, slot, ev->rc);
+	else if (ev->rc == ZOK || ev->rc == ZNONODE)
 		zkl_inspect_result(slotno, slot, ev);
 	else
 		zkl_request_failed(slotno, ev->rc);
@@ -1154,6 +1267,7 @@ static const struct
 	{ZKL_EV_DELETED, ZKL_PH_DELETING, false, zkl_on_deleted},
 	{ZKL_EV_INSPECT_CHILDREN, ZKL_PH_INSPECTING, false, zkl_on_inspected},
 	{ZKL_EV_INSPECT_DATA, ZKL_PH_INSPECTING, false, zkl_on_inspected},
+	{ZKL_EV_REVOKE_SET, ZKL_PH_INSPECTING, false, zkl_on_inspected},
 };
 
 void
@@ -1305,6 +1419,9 @@ zkl_adopt_slots(void)
 			case ZKL_SLOT_HELD:
 				/* The old worker's watch on the node went with it. */
 				work->phase = ZKL_PH_HELD;
+				/* A hold being taken away has its node deleted again. */
+				if (slot->take_reason != ZKL_TAKE_NONE)
+					work->phase = ZKL_PH_DELETING;
 				work->retry = true;
 				break;
 			case ZKL_SLOT_WAITING:
@@ -1325,33 +1442,49 @@ zkl_adopt_slots(void)
 }
 
 /*
- * Arm the own-node watch of every hold granted at once that is still held
- * (the worker calls this with each periodic heartbeat): an uncontended
- * acquire and release then costs a create, a listing and a delete, and no
- * notification, while an operator's deletion of a held node is still
- * noticed within one heartbeat interval (a sixth of the session timeout)
- * plus a round trip.
+ * What the worker does for lasting holds, with each periodic heartbeat (a
+ * sixth of the session timeout):
+ *
+ * - Arm the own-node watch of every hold granted at once that is still
+ *   held: an uncontended acquire and release then costs a create, a listing
+ *   and a delete, and no notification, while an operator's deletion of a
+ *   held node, or a revocation request, is still noticed within one
+ *   heartbeat interval plus a round trip.
+ * - Take away every hold that has lasted longer than the
+ *   zklock.max_hold_time its request was made with.
  */
 void
-zkl_watch_lasting_holds(void)
+zkl_check_holds(void)
 {
-	int		   *held;
-	int			nheld = 0;
+	int		   *watch;
+	int		   *expired;
+	int			nwatch = 0;
+	int			nexpired = 0;
+	TimestampTz now = GetCurrentTimestamp();
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	held = palloc(sizeof(int) * Max(zkl_shared->nused, 1));
+	watch = palloc(sizeof(int) * Max(zkl_shared->nused, 1));
+	expired = palloc(sizeof(int) * Max(zkl_shared->nused, 1));
 	for (int i = zkl_shared->used_head; i >= 0; i = zkl_shared->slots[i].next)
 	{
-		if (zkl_shared->slots[i].state == ZKL_SLOT_HELD &&
-			zkl_works[i].phase == ZKL_PH_HELD &&
-			zkl_works[i].own_watch_gen != zkl_works[i].opgen)
-			held[nheld++] = i;
+		zkl_slot   *slot = &zkl_shared->slots[i];
+
+		if (slot->state != ZKL_SLOT_HELD || zkl_works[i].phase != ZKL_PH_HELD)
+			continue;
+		if (slot->max_hold_ms > 0 && slot->take_reason == ZKL_TAKE_NONE &&
+			now >= TimestampTzPlusMilliseconds(slot->granted_at, slot->max_hold_ms))
+			expired[nexpired++] = i;
+		else if (zkl_works[i].own_watch_gen != zkl_works[i].opgen)
+			watch[nwatch++] = i;
 	}
 	LWLockRelease(zkl_shared->lock);
 
-	for (int k = 0; k < nheld; k++)
-		zkl_watch_own_node(held[k], &zkl_shared->slots[held[k]]);
-	pfree(held);
+	for (int k = 0; k < nwatch; k++)
+		zkl_watch_own_node(watch[k], &zkl_shared->slots[watch[k]]);
+	for (int k = 0; k < nexpired; k++)
+		zkl_take_away(expired[k], &zkl_shared->slots[expired[k]], ZKL_TAKE_HOLD_LIMIT);
+	pfree(watch);
+	pfree(expired);
 }
 
 /*

@@ -131,6 +131,10 @@ zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat,
 
 	if (rc == ZOK && stat)
 		ev->czxid = stat->czxid;
+	/* A holder's own node: does it carry Curator's revocation message? */
+	if (rc == ZOK && ev->kind == ZKL_EV_OWN_EXISTS)
+		ev->revoke_message = value != NULL && value_len == strlen(ZKL_REVOKE_MESSAGE) &&
+			memcmp(value, ZKL_REVOKE_MESSAGE, value_len) == 0;
 	/* Only zk_lock_contenders reads data; watches on predecessors ignore it. */
 	if (rc == ZOK && value && value_len > 0 && ev->kind == ZKL_EV_INSPECT_DATA)
 	{

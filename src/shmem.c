@@ -170,6 +170,11 @@ zkl_slot_clear(zkl_slot *slot)
 	slot->wanted = false;
 	slot->commit_waiting = false;
 	slot->inspect = false;
+	slot->op = ZKL_OP_LOCK;
+	slot->permits = 0;
+	slot->revoke_requested = false;
+	slot->take_reason = ZKL_TAKE_NONE;
+	slot->lease[0] = '\0';
 	slot->pid = 0;
 	slot->session_count = 0;
 	slot->xact_count = 0;

@@ -481,7 +481,7 @@ zkl_heartbeat(void)
 	if (now >= TimestampTzPlusMilliseconds(zkl_last_hold_watch, zkl_heartbeat_interval()))
 	{
 		zkl_last_hold_watch = now;
-		zkl_watch_lasting_holds();
+		zkl_check_holds();
 	}
 	if (now >= TimestampTzPlusMilliseconds(zkl_last_reap, ZKL_REAP_INTERVAL_MS))
 	{

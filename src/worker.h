@@ -34,6 +34,7 @@ typedef enum zkl_event_kind
 	ZKL_EV_HEARTBEAT,			/* proof that the session is alive */
 	ZKL_EV_INSPECT_CHILDREN,	/* zk_lock_contenders: the directory */
 	ZKL_EV_INSPECT_DATA,		/* ... and each child's data, in order */
+	ZKL_EV_REVOKE_SET,			/* zk_lock_revoke: the holder's node written */
 	ZKL_EV_LOG					/* a line the library logged (in path) */
 } zkl_event_kind;
 
@@ -54,6 +55,7 @@ typedef struct zkl_event
 	char	   *path;
 	int			nchildren;
 	char	  **children;
+	bool		revoke_message; /* OWN_EXISTS: the data asks us to give up */
 	char	   *data;			/* node data (getData), data_len bytes */
 	int			data_len;
 } zkl_event;
@@ -67,7 +69,8 @@ typedef enum zkl_phase
 	ZKL_PH_LISTING,				/* node known, listing sent */
 	ZKL_PH_WATCHING,			/* waiting for the predecessor to go */
 	ZKL_PH_HELD,
-	ZKL_PH_INSPECTING,			/* zk_lock_contenders: reads in flight */
+	ZKL_PH_INSPECTING,			/* not a lock (zkl_slot_op): requests in
+								 * flight */
 	ZKL_PH_DELETING
 } zkl_phase;
 
@@ -118,6 +121,6 @@ extern void zkl_handle_event(zkl_event *ev);
 extern void zkl_session_lost(void);
 extern void zkl_adopt_slots(void);
 extern void zkl_reap_dead_backends(void);
-extern void zkl_watch_lasting_holds(void);
+extern void zkl_check_holds(void);
 
 #endif							/* ZKLOCK_WORKER_H */

@@ -30,6 +30,15 @@ int			zkl_max_locks_per_backend = -1;
 char	   *zkl_auth = NULL;
 int			zkl_on_lock_lost = ZKL_ON_LOST_CANCEL;
 int			zkl_exclusive_layout_setting = ZKL_LAYOUT_MUTEX;
+int			zkl_max_hold_time = 0;
+int			zkl_on_revoke_setting = ZKL_ON_REVOKE_IGNORE;
+
+static const struct config_enum_entry zkl_on_revoke_options[] = {
+	{"ignore", ZKL_ON_REVOKE_IGNORE, false},
+	{"cancel", ZKL_ON_REVOKE_CANCEL, false},
+	{"terminate", ZKL_ON_REVOKE_TERMINATE, false},
+	{NULL, 0, false}
+};
 
 static const struct config_enum_entry zkl_on_lost_options[] = {
 	{"error", ZKL_ON_LOST_ERROR, false},
@@ -221,6 +230,27 @@ zkl_define_settings(void)
 							 ZKL_LAYOUT_MUTEX,
 							 zkl_layout_options,
 							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	/* Read by the backend when it asks; the worker acts on the request's. */
+	DefineCustomIntVariable("zklock.max_hold_time",
+							"Longest time one backend may hold a ZooKeeper lock; 0 means no limit.",
+							"A hold that lasts longer is given up by the worker and counts as lost.",
+							&zkl_max_hold_time,
+							0, 0, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("zklock.on_revoke",
+							 "What a backend does when it is asked to give up a ZooKeeper lock it holds.",
+							 "\"ignore\" logs it and shows \"revoke requested\" in zk_locks; \"cancel\" gives the "
+							 "lock up as if it were lost; \"terminate\" ends the backend.",
+							 &zkl_on_revoke_setting,
+							 ZKL_ON_REVOKE_IGNORE,
+							 zkl_on_revoke_options,
+							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
 

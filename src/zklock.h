@@ -31,6 +31,9 @@
 #define ERRCODE_ZKLOCK_UNAVAILABLE	MAKE_SQLSTATE('Z','K','0','0','1')
 #define ERRCODE_ZKLOCK_LOST			MAKE_SQLSTATE('Z','K','0','0','2')
 
+/* The data Curator's Revoker writes on a holder's node to ask for it. */
+#define ZKL_REVOKE_MESSAGE			"__REVOKE__"
+
 /* Which contender node a request creates (see zkl_node_markers). */
 typedef enum zkl_node_kind
 {
@@ -45,6 +48,30 @@ typedef enum zkl_exclusive_layout
 	ZKL_LAYOUT_MUTEX = 0,
 	ZKL_LAYOUT_READWRITE
 } zkl_exclusive_layout;
+
+/* What a holder asked to give its lock up does (zklock.on_revoke). */
+typedef enum zkl_on_revoke
+{
+	ZKL_ON_REVOKE_IGNORE = 0,	/* a log line and "revoke requested" */
+	ZKL_ON_REVOKE_CANCEL,		/* give the lock up, as if lost */
+	ZKL_ON_REVOKE_TERMINATE		/* end the backend */
+} zkl_on_revoke;
+
+/* Why the worker took a held lock away from its backend. */
+typedef enum zkl_take_reason
+{
+	ZKL_TAKE_NONE = 0,
+	ZKL_TAKE_REVOKED,			/* revoked, and zklock.on_revoke is cancel */
+	ZKL_TAKE_HOLD_LIMIT			/* held longer than zklock.max_hold_time */
+} zkl_take_reason;
+
+/* What a slot asks of the worker besides a lock. */
+typedef enum zkl_slot_op
+{
+	ZKL_OP_LOCK = 0,			/* contend for the lock (or a semaphore) */
+	ZKL_OP_INSPECT,				/* zk_lock_contenders: read the directory */
+	ZKL_OP_REVOKE				/* zk_lock_revoke: ask the holder at node */
+} zkl_slot_op;
 
 /* zk_rc of a request refused because it would wait on itself. */
 #define ZKL_RC_DEADLOCK		(-1000)
@@ -77,14 +104,16 @@ typedef enum zkl_session_state
  * state and of the slots, with these rules:
  *
  * - Request fields of a slot (name, dir, uuid, data, kind, try_only,
- *   inspect, reply_handle, sibling_slotno, sibling_generation, pid, procno,
- *   dbid, userid, encoding, requested_at) are written by the owning backend
+ *   inspect, op, permits, max_hold_ms, on_revoke, reply_handle,
+ *   sibling_slotno, sibling_generation, pid, procno, dbid, userid,
+ *   encoding, requested_at) are written by the owning backend
  *   only while it claims the slot, under the lock held exclusively, and do
  *   not change until the slot is free again.  Anyone reads them under the
  *   lock; the worker also reads them without it for a slot it has taken off
  *   the queue or adopted from its predecessor (taking it, under the lock,
  *   orders it after the writes).
- * - Outcome fields (node, token, granted_at, zk_rc, behind) are written by
+ * - Outcome fields (node, lease, token, granted_at, zk_rc, behind,
+ *   revoke_requested, take_reason) are written by
  *   the worker, under the lock held exclusively (the backend that claims a
  *   slot resets them while claiming).  The worker reads its own writes
  *   without the lock; everyone else reads them under the lock.
@@ -121,7 +150,14 @@ typedef struct zkl_slot
 	zkl_node_kind kind;
 	int			sibling_slotno; /* the owner's hold of the other mode, or -1 */
 	uint32		sibling_generation;
-	bool		inspect;		/* zk_lock_contenders: read, do not lock */
+	bool		inspect;		/* not a lock request: op says what it is */
+	zkl_slot_op op;
+	int32		permits;		/* a semaphore's permits; 0 for a lock */
+	int32		max_hold_ms;	/* zklock.max_hold_time of the request; 0:
+								 * none */
+	zkl_on_revoke on_revoke;	/* zklock.on_revoke of the request */
+	bool		revoke_requested;	/* a holder's node was asked to give up */
+	zkl_take_reason take_reason;	/* the worker is taking the hold away */
 	uint32		reply_handle;	/* dsm_handle the worker writes the reply to */
 	int			next;			/* next free slot, or next used slot */
 	int			prev;			/* previous used slot */
@@ -142,6 +178,8 @@ typedef struct zkl_slot
 	char		name[ZKL_MAX_NAME_LEN + 1];
 	char		dir[ZKL_MAX_DIR_LEN];	/* lock directory, absolute */
 	char		node[ZKL_MAX_NODE_LEN]; /* our child, once created */
+	char		lease[ZKL_MAX_NODE_LEN];	/* a semaphore's lease in leases/,
+											 * before the grant */
 	char		data[ZKL_MAX_DATA_LEN];
 } zkl_slot;
 
@@ -207,6 +245,8 @@ extern int	zkl_max_locks_per_backend;
 extern char *zkl_auth;
 extern int	zkl_on_lock_lost;
 extern int	zkl_exclusive_layout_setting;
+extern int	zkl_max_hold_time;
+extern int	zkl_on_revoke_setting;
 
 /* shmem.c */
 extern zkl_shared_state *zkl_shared;
