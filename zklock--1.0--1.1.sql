@@ -30,8 +30,11 @@ RETURNS boolean
 AS 'MODULE_PATHNAME', 'zk_semaphore_release'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
+-- role: "lease" (in leases/: a holder, or the request being counted) or
+-- "mutex" (queued in the semaphore's own mutex, locks/).
 CREATE FUNCTION zk_semaphore_contenders(name text,
 	OUT "position" integer,
+	OUT role text,
 	OUT state text,
 	OUT znode text,
 	OUT czxid bigint,

@@ -144,21 +144,27 @@ zkl_name_key(text *name, char *key)
 	key[len] = '\0';
 }
 
-static void
-zkl_make_key(char *key, const char *name, bool shared)
+const char *
+zkl_mode_name(zkl_mode mode)
 {
-	key[0] = shared ? 's' : 'x';
+	return mode == ZKL_MODE_SHARED ? "shared" : mode == ZKL_MODE_SEMAPHORE ? "semaphore" : "exclusive";
+}
+
+static void
+zkl_make_key(char *key, const char *name, zkl_mode mode)
+{
+	key[0] = (char) mode;
 	strlcpy(key + 1, name, ZKL_KEY_LEN - 1);
 }
 
 static zkl_local_lock *
-zkl_find_local(const char *name, bool shared)
+zkl_find_local(const char *name, zkl_mode mode)
 {
 	char		key[ZKL_KEY_LEN];
 
 	if (zkl_locks == NULL)
 		return NULL;
-	zkl_make_key(key, name, shared);
+	zkl_make_key(key, name, mode);
 	return hash_search(zkl_locks, key, HASH_FIND, NULL);
 }
 
@@ -191,7 +197,7 @@ zkl_json_field(StringInfo buf, const char *key, const char *value)
 
 /* The node's data: who is asking, for any ZooKeeper client to read. */
 static void
-zkl_describe_holder(char *out, bool shared, bool xact, TimestampTz now)
+zkl_describe_holder(char *out, zkl_mode mode, bool xact, TimestampTz now)
 {
 	StringInfoData buf;
 	char		host[256];
@@ -211,7 +217,7 @@ zkl_describe_holder(char *out, bool shared, bool xact, TimestampTz now)
 	zkl_json_field(&buf, "user", GetUserNameFromId(GetUserId(), false));
 	zkl_json_field(&buf, "application_name", application_name);
 	zkl_json_field(&buf, "scope", xact ? "transaction" : "session");
-	zkl_json_field(&buf, "mode", shared ? "shared" : "exclusive");
+	zkl_json_field(&buf, "mode", zkl_mode_name(mode));
 	zkl_json_field(&buf, "requested_at", timestamptz_to_str(now));
 	appendStringInfoChar(&buf, '}');
 
@@ -565,24 +571,30 @@ static void zkl_report_no_session(const char *name, int64 try_wait_ms) pg_attrib
  * to the worker.  Returns the slot; *generation identifies this use of it.
  */
 static int
-zkl_post_request(const char *name, const char *dir, bool shared, bool xact, bool try_only,
-				 TimestampTz start, uint32 *generation)
+zkl_post_request(const char *name, const char *dir, zkl_mode mode, int permits, bool xact,
+				 bool try_only, TimestampTz start, uint32 *generation)
 {
 	char		data[ZKL_MAX_DATA_LEN];
 	char		uuid[ZKL_UUID_LEN + 1];
-	zkl_local_lock *sibling = zkl_find_local(name, !shared);
+
+	/* The hold of the other mode of a lock; a semaphore has none. */
+	zkl_local_lock *sibling = mode == ZKL_MODE_SEMAPHORE ? NULL :
+	zkl_find_local(name, mode == ZKL_MODE_SHARED ? ZKL_MODE_EXCLUSIVE : ZKL_MODE_SHARED);
 	zkl_slot   *slot;
 	int			slotno;
 
 	/* What may fail comes first: no slot is claimed yet. */
-	zkl_describe_holder(data, shared, xact, start);
+	zkl_describe_holder(data, mode, xact, start);
 	zkl_random_uuid(uuid);
 
 	slotno = zkl_claim_slot(name, dir, start);
 	slot = &zkl_shared->slots[slotno];
 	slot->try_only = try_only;
-	slot->kind = shared ? ZKL_NODE_READ :
-		zkl_exclusive_layout_setting == ZKL_LAYOUT_READWRITE ? ZKL_NODE_WRITE : ZKL_NODE_MUTEX;
+	/* A semaphore's own mutex is always Curator's InterProcessMutex. */
+	slot->kind = mode == ZKL_MODE_SHARED ? ZKL_NODE_READ :
+		mode == ZKL_MODE_EXCLUSIVE && zkl_exclusive_layout_setting == ZKL_LAYOUT_READWRITE ?
+		ZKL_NODE_WRITE : ZKL_NODE_MUTEX;
+	slot->permits = permits;
 	slot->sibling_slotno = sibling ? sibling->slotno : -1;
 	slot->sibling_generation = sibling ? sibling->generation : 0;
 	slot->session_count = xact ? 0 : 1;
@@ -750,7 +762,7 @@ zkl_await_grant(const char *name, const char *dir, int slotno, uint32 generation
  * the request first, so no contender node outlives a failed acquire.
  */
 static bool
-zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeout_ms,
+zkl_request(const char *name, zkl_mode mode, int permits, bool xact, bool try_only, int64 timeout_ms,
 			int64 session_wait_ms, int64 *token)
 {
 	zkl_local_lock *lock;
@@ -763,7 +775,7 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 	char		key[ZKL_KEY_LEN];
 
 	zkl_local_init();
-	zkl_make_key(key, name, shared);
+	zkl_make_key(key, name, mode);
 
 	lock = hash_search(zkl_locks, key, HASH_FIND, &found);
 	if (found)
@@ -783,7 +795,10 @@ zkl_request(const char *name, bool shared, bool xact, bool try_only, int64 timeo
 						   hash_get_num_entries(zkl_locks), zkl_backend_cap()),
 				 errhint("Release some locks, or raise zklock.max_locks_per_backend.")));
 
-	slotno = zkl_post_request(name, dir, shared, xact, try_only, start, &generation);
+	/* A semaphore queues in its own mutex, under its directory. */
+	if (mode == ZKL_MODE_SEMAPHORE)
+		dir = psprintf("%s/locks", dir);
+	slotno = zkl_post_request(name, dir, mode, permits, xact, try_only, start, &generation);
 	if (!zkl_await_grant(name, dir, slotno, generation, try_only, start, deadline, timeout_ms,
 						 session_wait_ms, token))
 		return false;
@@ -835,17 +850,18 @@ zkl_try_session_wait(void)
  * an absent ZooKeeper session.
  */
 bool
-zkl_acquire(text *name, bool shared, bool xact, bool try_only, int64 timeout_ms, int64 *token)
+zkl_acquire(text *name, zkl_mode mode, int permits, bool xact, bool try_only, int64 timeout_ms,
+			int64 *token)
 {
 	char		key[ZKL_MAX_NAME_LEN + 1];
 
 	zkl_require_shmem();
 	zkl_name_key(name, key);
 	if (try_only)
-		return zkl_request(key, shared, xact, true, 0, zkl_try_session_wait(), token);
+		return zkl_request(key, mode, permits, xact, true, 0, zkl_try_session_wait(), token);
 	if (timeout_ms == 0)
-		return zkl_request(key, shared, xact, true, 0, 0, token);
-	return zkl_request(key, shared, xact, false, zkl_wait_limit(timeout_ms), -1, token);
+		return zkl_request(key, mode, permits, xact, true, 0, 0, token);
+	return zkl_request(key, mode, permits, xact, false, zkl_wait_limit(timeout_ms), -1, token);
 }
 
 /* Release one session-scope hold; false plus a warning when there is none. */
@@ -863,7 +879,7 @@ zkl_cmp_names(const void *a, const void *b)
 static void
 zkl_hold_for_session(const char *name)
 {
-	zkl_local_lock *lock = zkl_find_local(name, false);
+	zkl_local_lock *lock = zkl_find_local(name, ZKL_MODE_EXCLUSIVE);
 
 	for (int i = zkl_n_xact_holds - 1; i >= 0; i--)
 	{
@@ -910,7 +926,7 @@ zkl_acquire_set(const char **names, int n, bool xact, int64 timeout_ms, int64 *t
 	{
 		if (deadline != 0)
 			limit_ms = Max(1, zkl_ms_until(deadline, GetCurrentTimestamp()));
-		if (!zkl_request(order[i], false, true, try_only, limit_ms, try_only ? 0 : -1,
+		if (!zkl_request(order[i], ZKL_MODE_EXCLUSIVE, 0, true, try_only, limit_ms, try_only ? 0 : -1,
 						 &order_tokens[i]))
 			ereport(ERROR,
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
@@ -934,20 +950,21 @@ zkl_acquire_set(const char **names, int n, bool xact, int64 timeout_ms, int64 *t
 
 /* Release one session-scope hold; false plus a warning when there is none. */
 bool
-zkl_release_session(text *name, bool shared)
+zkl_release_session(text *name, zkl_mode mode)
 {
 	char		key[ZKL_MAX_NAME_LEN + 1];
 	zkl_local_lock *lock;
 
 	zkl_require_shmem();
 	zkl_name_key(name, key);
-	lock = zkl_find_local(key, shared);
+	lock = zkl_find_local(key, mode);
 	if (lock == NULL || lock->session_count == 0)
 	{
 		ereport(WARNING,
 				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 shared ? errmsg("you don't own a shared ZooKeeper lock named \"%s\"", key)
-				 : errmsg("you don't own a ZooKeeper lock named \"%s\"", key)));
+				 mode == ZKL_MODE_SHARED ? errmsg("you don't own a shared ZooKeeper lock named \"%s\"", key) :
+				 mode == ZKL_MODE_SEMAPHORE ? errmsg("you don't own a permit of ZooKeeper semaphore \"%s\"", key) :
+				 errmsg("you don't own a ZooKeeper lock named \"%s\"", key)));
 		return false;
 	}
 	lock->session_count--;
@@ -990,9 +1007,9 @@ zkl_held_token(text *name, int64 *token)
 
 	zkl_require_shmem();
 	zkl_name_key(name, key);
-	lock = zkl_find_local(key, false);
+	lock = zkl_find_local(key, ZKL_MODE_EXCLUSIVE);
 	if (lock == NULL)
-		lock = zkl_find_local(key, true);
+		lock = zkl_find_local(key, ZKL_MODE_SHARED);
 	if (lock == NULL)
 		return false;
 

@@ -201,12 +201,35 @@ zkl_fetch_directory(const char *name, const char *dir)
 }
 
 /*
+ * A semaphore's lease: any name that ends in a sequence number (Curator's
+ * "lease-", protected or not); all leases are alike.
+ */
+static bool
+zkl_lease_parse(const char *child, zkl_contender_name *out)
+{
+	size_t		len = strlen(child);
+	int64		seq = 0;
+
+	if (len < 10)
+		return false;
+	for (const char *p = child + len - 10; *p; p++)
+	{
+		if (*p < '0' || *p > '9')
+			return false;
+		seq = seq * 10 + (*p - '0');
+	}
+	out->seq = (int32) (uint32) seq;
+	out->shared = false;
+	return true;
+}
+
+/*
  * The contenders in the worker's reply, in listing order: the children of
  * a layout zklock reads, each with its data, zklock's description as jsonb
  * when the data is one, and its owner.  *count gets how many there are.
  */
 static zkl_contender *
-zkl_contenders_of(zkl_inspect_reply *reply, int *count)
+zkl_contenders_of(zkl_inspect_reply *reply, bool leases, int *count)
 {
 	zkl_contender *all;
 	char	   *p;
@@ -243,7 +266,7 @@ zkl_contenders_of(zkl_inspect_reply *reply, int *count)
 		}
 		p += MAXALIGN(sizeof(zkl_inspect_entry) + e->name_len + e->data_len);
 		/* Children of no lock layout we know are not contenders. */
-		if (zkl_contender_parse(c->node, &c->name))
+		if (leases ? zkl_lease_parse(c->node, &c->name) : zkl_contender_parse(c->node, &c->name))
 			n++;
 	}
 	*count = n;
@@ -255,7 +278,7 @@ zkl_contenders_of(zkl_inspect_reply *reply, int *count)
  * each marked held or not by the lock rule; *count gets how many.
  */
 static zkl_contender *
-zkl_read_contenders(const char *name, const char *dir, int *count)
+zkl_read_contenders(const char *name, const char *dir, bool leases, int *count)
 {
 	dsm_segment *seg;
 	zkl_contender *all;
@@ -264,7 +287,7 @@ zkl_read_contenders(const char *name, const char *dir, int *count)
 	int			n;
 
 	seg = zkl_fetch_directory(name, dir);
-	all = zkl_contenders_of(dsm_segment_address(seg), &n);
+	all = zkl_contenders_of(dsm_segment_address(seg), leases, &n);
 	dsm_detach(seg);
 
 	/* Queue order is serial-number order, right across the counter's wrap. */
@@ -277,6 +300,39 @@ zkl_read_contenders(const char *name, const char *dir, int *count)
 		all[i].held = zkl_contender_held(all, n, i, names, ours);
 	*count = n;
 	return all;
+}
+
+/*
+ * One row of zk_lock_contenders or zk_semaphore_contenders; kind is the
+ * mode of a lock's contender, or the role of a semaphore's.
+ */
+static void
+zkl_put_contender(ReturnSetInfo *rsinfo, int position, const char *kind, const char *state,
+				  const char *dir, zkl_contender *c)
+{
+	Datum		values[8];
+	bool		nulls[8] = {0};
+	int			col = 0;
+
+	values[col++] = Int32GetDatum(position);
+	values[col++] = CStringGetTextDatum(kind);
+	values[col++] = CStringGetTextDatum(state);
+	/* Other clients may name their nodes in any UTF-8. */
+	values[col++] = PointerGetDatum(zkl_text_for_reader(psprintf("%s/%s", dir, c->node),
+														strlen(dir) + 1 + strlen(c->node), PG_UTF8));
+	values[col++] = Int64GetDatum(c->czxid);
+	values[col++] = CStringGetTextDatum(zkl_client_of(c, c->is_zklock));
+	if (c->holder != (Datum) 0)
+	{
+		values[col++] = c->holder;
+		nulls[col++] = true;
+	}
+	else
+	{
+		nulls[col++] = true;
+		values[col++] = PointerGetDatum(zkl_data_text(c->data, c->data_len));
+	}
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
 void
@@ -293,34 +349,49 @@ zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
 	dir = zkl_lock_dir(key, strlen(key));
 	InitMaterializedSRF(fcinfo, 0);
 
-	all = zkl_read_contenders(key, dir, &n);
+	all = zkl_read_contenders(key, dir, false, &n);
 	for (int i = 0; i < n; i++)
-	{
-		zkl_contender *c = &all[i];
-		bool		is_zklock = c->is_zklock;
-		Datum		values[8];
-		bool		nulls[8] = {0};
+		zkl_put_contender(rsinfo, i + 1, all[i].name.shared ? "shared" : "exclusive",
+						  all[i].held ? "held" : "waiting", dir, &all[i]);
+}
 
-		values[0] = Int32GetDatum(i + 1);
-		values[1] = CStringGetTextDatum(c->name.shared ? "shared" : "exclusive");
-		values[2] = CStringGetTextDatum(c->held ? "held" : "waiting");
-		/* Other clients may name their nodes in any UTF-8. */
-		values[3] = PointerGetDatum(zkl_text_for_reader(psprintf("%s/%s", dir, c->node),
-														strlen(dir) + 1 + strlen(c->node), PG_UTF8));
-		values[4] = Int64GetDatum(c->czxid);
-		values[5] = CStringGetTextDatum(zkl_client_of(c, is_zklock));
-		if (c->holder != (Datum) 0)
-		{
-			values[6] = c->holder;
-			nulls[7] = true;
-		}
-		else
-		{
-			nulls[6] = true;
-			values[7] = PointerGetDatum(zkl_data_text(c->data, c->data_len));
-		}
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+/*
+ * zk_semaphore_contenders: the leases (holders), then the requests queued
+ * in the semaphore's mutex.  The lease of the mutex holder is still being
+ * counted: it waits.
+ */
+void
+zkl_list_semaphore(FunctionCallInfo fcinfo, text *name)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char		key[ZKL_MAX_NAME_LEN + 1];
+	char	   *locks_dir;
+	char	   *leases_dir;
+	zkl_contender *leases;
+	zkl_contender *queued;
+	int			nleases;
+	int			nqueued;
+	int			position = 0;
+
+	zkl_require_shmem();
+	zkl_name_key(name, key);
+	locks_dir = psprintf("%s/locks", zkl_lock_dir(key, strlen(key)));
+	leases_dir = psprintf("%s/leases", zkl_lock_dir(key, strlen(key)));
+	InitMaterializedSRF(fcinfo, 0);
+
+	queued = zkl_read_contenders(key, locks_dir, false, &nqueued);
+	leases = zkl_read_contenders(key, leases_dir, true, &nleases);
+	for (int i = 0; i < nleases; i++)
+	{
+		/* Protected names start "_c_<uuid>-"; the same uuid is one request. */
+		bool		counting = nqueued > 0 && strncmp(queued[0].node, "_c_", 3) == 0 &&
+		strncmp(leases[i].node, queued[0].node, 3 + ZKL_UUID_LEN) == 0;
+
+		zkl_put_contender(rsinfo, ++position, "lease", counting ? "waits" : "holds",
+						  leases_dir, &leases[i]);
 	}
+	for (int i = 0; i < nqueued; i++)
+		zkl_put_contender(rsinfo, ++position, "mutex", "waits", locks_dir, &queued[i]);
 }
 
 /*
@@ -336,7 +407,7 @@ zkl_verify_token(text *name, int64 token)
 
 	zkl_require_shmem();
 	zkl_name_key(name, key);
-	all = zkl_read_contenders(key, zkl_lock_dir(key, strlen(key)), &n);
+	all = zkl_read_contenders(key, zkl_lock_dir(key, strlen(key)), false, &n);
 	for (int i = 0; i < n; i++)
 		if (all[i].czxid == token)
 			return all[i].held;
@@ -360,7 +431,7 @@ zkl_revoke_holders(text *name)
 	zkl_require_shmem();
 	zkl_name_key(name, key);
 	dir = zkl_lock_dir(key, strlen(key));
-	all = zkl_read_contenders(key, dir, &n);
+	all = zkl_read_contenders(key, dir, false, &n);
 	for (int i = 0; i < n; i++)
 	{
 		/*

@@ -38,6 +38,12 @@ PG_FUNCTION_INFO_V1(zk_locks);
 PG_FUNCTION_INFO_V1(zk_status);
 PG_FUNCTION_INFO_V1(zk_lock_verify);
 PG_FUNCTION_INFO_V1(zk_lock_revoke);
+PG_FUNCTION_INFO_V1(zk_semaphore_acquire);
+PG_FUNCTION_INFO_V1(zk_semaphore_acquire_xact);
+PG_FUNCTION_INFO_V1(zk_semaphore_try);
+PG_FUNCTION_INFO_V1(zk_semaphore_try_xact);
+PG_FUNCTION_INFO_V1(zk_semaphore_release);
+PG_FUNCTION_INFO_V1(zk_semaphore_contenders);
 
 static text *
 zkl_name_arg(FunctionCallInfo fcinfo)
@@ -80,15 +86,15 @@ zkl_interval_ms(const Interval *iv, int64 *ms)
 #endif
 }
 
-/* The timeout argument in ms; -1 when NULL (use lock_timeout). */
+/* The timeout argument (number argno) in ms; -1 when NULL (use lock_timeout). */
 static int64
-zkl_timeout_arg(FunctionCallInfo fcinfo)
+zkl_timeout_arg(FunctionCallInfo fcinfo, int argno)
 {
 	int64		ms;
 
-	if (PG_NARGS() < 2 || PG_ARGISNULL(1))
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
 		return -1;
-	if (!zkl_interval_ms(PG_GETARG_INTERVAL_P(1), &ms))
+	if (!zkl_interval_ms(PG_GETARG_INTERVAL_P(argno), &ms))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ZooKeeper lock timeout must not be negative"),
@@ -100,10 +106,10 @@ static Datum
 zkl_acquire_sql(FunctionCallInfo fcinfo, bool shared, bool xact)
 {
 	text	   *name = zkl_name_arg(fcinfo);
-	int64		timeout_ms = zkl_timeout_arg(fcinfo);
+	int64		timeout_ms = zkl_timeout_arg(fcinfo, 1);
 	int64		token;
 
-	if (!zkl_acquire(name, shared, xact, false, timeout_ms, &token))
+	if (!zkl_acquire(name, shared ? ZKL_MODE_SHARED : ZKL_MODE_EXCLUSIVE, 0, xact, false, timeout_ms, &token))
 	{
 		/* Only an explicit zero timeout gets here: report it like a timeout. */
 		char		key[ZKL_MAX_NAME_LEN + 1];
@@ -146,7 +152,8 @@ zkl_try_sql(FunctionCallInfo fcinfo, bool shared, bool xact)
 {
 	int64		token;
 
-	PG_RETURN_BOOL(zkl_acquire(zkl_name_arg(fcinfo), shared, xact, true, 0, &token));
+	PG_RETURN_BOOL(zkl_acquire(zkl_name_arg(fcinfo), shared ? ZKL_MODE_SHARED : ZKL_MODE_EXCLUSIVE, 0,
+							   xact, true, 0, &token));
 }
 
 Datum
@@ -176,13 +183,13 @@ zk_lock_try_xact_shared(PG_FUNCTION_ARGS)
 Datum
 zk_lock_release(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(zkl_release_session(zkl_name_arg(fcinfo), false));
+	PG_RETURN_BOOL(zkl_release_session(zkl_name_arg(fcinfo), ZKL_MODE_EXCLUSIVE));
 }
 
 Datum
 zk_lock_release_shared(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(zkl_release_session(zkl_name_arg(fcinfo), true));
+	PG_RETURN_BOOL(zkl_release_session(zkl_name_arg(fcinfo), ZKL_MODE_SHARED));
 }
 
 /* Several exclusive locks at once; returns their tokens in the given order. */
@@ -196,7 +203,7 @@ zkl_acquire_set_sql(FunctionCallInfo fcinfo, bool xact)
 	const char **names;
 	int64	   *tokens;
 	Datum	   *result;
-	int64		timeout_ms = zkl_timeout_arg(fcinfo);
+	int64		timeout_ms = zkl_timeout_arg(fcinfo, 1);
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -351,7 +358,8 @@ zk_locks(PG_FUNCTION_ARGS)
 		 * here.
 		 */
 		values[2] = PointerGetDatum(zkl_text_for_reader(slot->name, strlen(slot->name), slot->encoding));
-		values[3] = CStringGetTextDatum(slot->kind == ZKL_NODE_READ ? "shared" : "exclusive");
+		values[3] = CStringGetTextDatum(slot->permits > 0 ? "semaphore" :
+										slot->kind == ZKL_NODE_READ ? "shared" : "exclusive");
 		values[4] = CStringGetTextDatum(zkl_scope_name(slot));
 		values[5] = CStringGetTextDatum(slot->state == ZKL_SLOT_HELD && slot->take_reason != ZKL_TAKE_NONE ? "lost" :
 										slot->state == ZKL_SLOT_HELD && slot->revoke_requested ? "revoke requested" :
@@ -453,4 +461,90 @@ Datum
 zk_lock_revoke(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_INT32(zkl_revoke_holders(zkl_name_arg(fcinfo)));
+}
+
+/*
+ * The permits argument of a semaphore: how many holders it admits.  Every
+ * client of one semaphore must give the same number, as with Curator.
+ */
+static int
+zkl_permits_arg(FunctionCallInfo fcinfo)
+{
+	int32		permits;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("number of permits of a ZooKeeper semaphore must not be null")));
+	permits = PG_GETARG_INT32(1);
+	if (permits < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("number of permits of a ZooKeeper semaphore must be at least 1"),
+				 errdetail("The number given was %d.", permits)));
+	return permits;
+}
+
+static Datum
+zkl_semaphore_acquire_sql(FunctionCallInfo fcinfo, bool xact)
+{
+	text	   *name = zkl_name_arg(fcinfo);
+	int			permits = zkl_permits_arg(fcinfo);
+	int64		timeout_ms = zkl_timeout_arg(fcinfo, 2);
+	int64		token;
+
+	if (!zkl_acquire(name, ZKL_MODE_SEMAPHORE, permits, xact, false, timeout_ms, &token))
+	{
+		char		key[ZKL_MAX_NAME_LEN + 1];
+
+		zkl_name_key(name, key);
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("could not obtain a permit of ZooKeeper semaphore \"%s\"", key),
+				 errdetail("All %d permits are held and the timeout is zero.", permits)));
+	}
+	PG_RETURN_INT64(token);
+}
+
+Datum
+zk_semaphore_acquire(PG_FUNCTION_ARGS)
+{
+	return zkl_semaphore_acquire_sql(fcinfo, false);
+}
+
+Datum
+zk_semaphore_acquire_xact(PG_FUNCTION_ARGS)
+{
+	return zkl_semaphore_acquire_sql(fcinfo, true);
+}
+
+Datum
+zk_semaphore_try(PG_FUNCTION_ARGS)
+{
+	int64		token;
+
+	PG_RETURN_BOOL(zkl_acquire(zkl_name_arg(fcinfo), ZKL_MODE_SEMAPHORE, zkl_permits_arg(fcinfo),
+							   false, true, 0, &token));
+}
+
+Datum
+zk_semaphore_try_xact(PG_FUNCTION_ARGS)
+{
+	int64		token;
+
+	PG_RETURN_BOOL(zkl_acquire(zkl_name_arg(fcinfo), ZKL_MODE_SEMAPHORE, zkl_permits_arg(fcinfo),
+							   true, true, 0, &token));
+}
+
+Datum
+zk_semaphore_release(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(zkl_release_session(zkl_name_arg(fcinfo), ZKL_MODE_SEMAPHORE));
+}
+
+Datum
+zk_semaphore_contenders(PG_FUNCTION_ARGS)
+{
+	zkl_list_semaphore(fcinfo, zkl_name_arg(fcinfo));
+	return (Datum) 0;
 }

@@ -87,7 +87,7 @@ zkl_recipe_init(void)
 }
 
 /* The callback context of a request of the slot's current work. */
-static const void *
+const void *
 zkl_ctx(zkl_event_kind kind, int slotno)
 {
 	return zkl_request_ctx(kind, slotno, zkl_works[slotno].opgen);
@@ -156,7 +156,7 @@ static HTAB *zkl_node_map = NULL;
 
 static void zkl_forget_node(zkl_work *work);
 
-static void
+void
 zkl_remember_node(int slotno, const char *node)
 {
 	zkl_work   *work = &zkl_works[slotno];
@@ -190,7 +190,6 @@ static const char *const zkl_node_markers[] = {"-lock-", "__WRIT__", "__READ__"}
 
 static void zkl_send_create(int slotno, zkl_slot *slot, bool with_parents);
 static void zkl_send_listing(int slotno, zkl_slot *slot, zkl_event_kind kind);
-static void zkl_send_delete(int slotno, zkl_slot *slot);
 static void zkl_inspect_start(int slotno, zkl_slot *slot);
 static void zkl_inspect_free(zkl_work *work);
 
@@ -212,7 +211,7 @@ zkl_child_path(zkl_slot *slot, const char *child)
 	return psprintf("%s/%s", slot->dir, child);
 }
 
-static struct ACL_vector *
+struct ACL_vector *
 zkl_acl(void)
 {
 	return (zkl_auth && zkl_auth[0] != '\0') ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
@@ -222,7 +221,7 @@ zkl_acl(void)
  * A request that could not even be queued by the client (the session is
  * going away) is retried once the session is usable again.
  */
-static void
+void
 zkl_check_sent(int slotno, int rc)
 {
 	zkl_count_request(slotno);
@@ -247,6 +246,8 @@ zkl_end_work(zkl_work *work)
 	work->fail_rc = 0;
 	work->parent_attempts = 0;
 	work->waited = work->handoff = false;
+	work->lease_watched = false;
+	work->lease_czxid = 0;
 	zkl_inspect_free(work);
 }
 
@@ -261,6 +262,7 @@ zkl_free_slot(int slotno)
 	zkl_slot_clear(slot);
 	LWLockRelease(zkl_shared->lock);
 	zkl_end_work(work);
+	work->lease_unsure = false;
 }
 
 /* Report a final outcome to the waiting backend, which frees the slot. */
@@ -419,13 +421,20 @@ zkl_watch_own_node(int slotno, zkl_slot *slot)
 	pfree(path);
 }
 
-static void
+void
 zkl_grant(int slotno, zkl_slot *slot)
 {
 	bool		wanted;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	wanted = slot->wanted;
+	/* A semaphore's mutex is only the way to its lease (semaphore.c). */
+	if (slot->permits > 0 && zkl_works[slotno].phase != ZKL_PH_UNLOCKING)
+	{
+		LWLockRelease(zkl_shared->lock);
+		zkl_sem_mutex_held(slotno, slot, wanted);
+		return;
+	}
 	if (wanted)
 	{
 		slot->state = ZKL_SLOT_HELD;
@@ -478,6 +487,14 @@ zkl_send_create(int slotno, zkl_slot *slot, bool with_parents)
 	if (with_parents)
 	{
 		char	   *path = pstrdup(slot->dir);
+		char	   *sem_dir = NULL;
+
+		/* A semaphore's directory holds its locks/ and leases/: a container. */
+		if (slot->permits > 0)
+		{
+			*strrchr(path, '/') = '\0';
+			sem_dir = pstrdup(path);
+		}
 
 		/*
 		 * The root's components persist; they are shared by every lock. Once
@@ -493,6 +510,12 @@ zkl_send_create(int slotno, zkl_slot *slot, bool with_parents)
 			*p = '/';
 		}
 		zkl_root_made = true;
+		if (sem_dir)
+		{
+			zkl_check_sent(slotno, zoo_acreate(zkl_zh, sem_dir, NULL, -1, zkl_acl(), ZOO_CONTAINER,
+											   zkl_void_string_done, zkl_ctx(ZKL_EV_IGNORE, slotno)));
+			pfree(sem_dir);
+		}
 		zkl_check_sent(slotno, zoo_acreate(zkl_zh, slot->dir, NULL, -1, zkl_acl(), ZOO_CONTAINER,
 										   zkl_void_string_done, zkl_ctx(ZKL_EV_IGNORE, slotno)));
 		pfree(path);
@@ -518,11 +541,23 @@ zkl_send_listing(int slotno, zkl_slot *slot, zkl_event_kind kind)
 											 zkl_ctx(kind, slotno)));
 }
 
-static void
+/*
+ * Delete our node.  A semaphore request given up before its grant has a
+ * lease too: it goes first, and the node's answer tells of both.
+ */
+void
 zkl_send_delete(int slotno, zkl_slot *slot)
 {
 	char	   *path = zkl_child_path(slot, slot->node);
 
+	if (slot->permits > 0 && slot->lease[0] != '\0')
+	{
+		char	   *lease = zkl_lease_path(slot);
+
+		zkl_check_sent(slotno, zoo_adelete(zkl_zh, lease, -1, zkl_void_done,
+										   zkl_ctx(ZKL_EV_IGNORE, slotno)));
+		pfree(lease);
+	}
 	zkl_works[slotno].phase = ZKL_PH_DELETING;
 	zkl_check_sent(slotno, zoo_adelete(zkl_zh, path, -1, zkl_void_done,
 									   zkl_ctx(ZKL_EV_DELETED, slotno)));
@@ -558,6 +593,7 @@ zkl_redo(int slotno, zkl_slot *slot)
 			zkl_inspect_start(slotno, slot);
 			break;
 		default:
+			zkl_sem_redo(slotno, slot);
 			break;
 	}
 }
@@ -585,6 +621,7 @@ zkl_release(int slotno, zkl_slot *slot, zkl_slot_state state)
 		case ZKL_PH_LISTING:
 		case ZKL_PH_WATCHING:
 		case ZKL_PH_HELD:
+		case ZKL_PH_LEASE_WAITING:
 			work->retry = false;
 			zkl_send_delete(slotno, slot);
 			return true;
@@ -654,7 +691,7 @@ zkl_connection_trouble(int slotno, int rc)
  * A request of the slot failed: after a connection loss it is sent again,
  * an expiry is the session's business, anything else fails the slot.
  */
-static void
+void
 zkl_request_failed(int slotno, int rc)
 {
 	if (!zkl_connection_trouble(slotno, rc))
@@ -710,6 +747,30 @@ zkl_sibling_node(zkl_slot *slot, char *out)
 	return found;
 }
 
+/* A try found the lock (or the permits) taken: tell it, and clean up. */
+void
+zkl_give_up_busy(int slotno, zkl_slot *slot)
+{
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	slot->state = ZKL_SLOT_BUSY;
+	zkl_wake_backend(slot);
+	LWLockRelease(zkl_shared->lock);
+	zkl_send_delete(slotno, slot);
+}
+
+/* From now on the request waits for another holder: its timeout runs. */
+void
+zkl_set_behind(zkl_slot *slot)
+{
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (!slot->behind)
+	{
+		slot->behind = true;
+		zkl_wake_backend(slot);
+	}
+	LWLockRelease(zkl_shared->lock);
+}
+
 /*
  * Decide from a listing that contains our node.  An exclusive request waits
  * for every lower node, a shared one only for lower writers, so a writer
@@ -756,11 +817,7 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 	}
 	if (slot->try_only)
 	{
-		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		slot->state = ZKL_SLOT_BUSY;
-		zkl_wake_backend(slot);
-		LWLockRelease(zkl_shared->lock);
-		zkl_send_delete(slotno, slot);
+		zkl_give_up_busy(slotno, slot);
 		return;
 	}
 	pred = ev->children[d.watch];
@@ -772,14 +829,7 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 	 */
 	zkl_watch_own_node(slotno, slot);
 
-	/* From now on the request waits for another holder: its timeout runs. */
-	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	if (!slot->behind)
-	{
-		slot->behind = true;
-		zkl_wake_backend(slot);
-	}
-	LWLockRelease(zkl_shared->lock);
+	zkl_set_behind(slot);
 
 	work->phase = ZKL_PH_WATCHING;
 	work->waited = true;
@@ -1206,6 +1256,7 @@ zkl_on_deleted(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 		work->fail_rc = 0;
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 		slot->node[0] = '\0';
+		slot->lease[0] = '\0';
 		LWLockRelease(zkl_shared->lock);
 		zkl_fail_slot(slotno, fail_rc);
 		return;
@@ -1268,6 +1319,11 @@ static const struct
 	{ZKL_EV_INSPECT_CHILDREN, ZKL_PH_INSPECTING, false, zkl_on_inspected},
 	{ZKL_EV_INSPECT_DATA, ZKL_PH_INSPECTING, false, zkl_on_inspected},
 	{ZKL_EV_REVOKE_SET, ZKL_PH_INSPECTING, false, zkl_on_inspected},
+	{ZKL_EV_LEASE_CREATED, ZKL_PH_LEASING, false, zkl_on_lease_created},
+	{ZKL_EV_LEASES, ZKL_PH_LEASING, false, zkl_on_leases},
+	{ZKL_EV_LEASE_STAT, ZKL_PH_LEASING, false, zkl_on_lease_stat},
+	{ZKL_EV_LEASES_WATCH, ZKL_PH_LEASE_WAITING, true, zkl_on_leases_watch},
+	{ZKL_EV_UNLOCKED, ZKL_PH_UNLOCKING, false, zkl_on_unlocked},
 };
 
 void
@@ -1345,6 +1401,7 @@ zkl_session_lost(void)
 				if (slot->wanted)
 				{
 					slot->node[0] = '\0';
+					slot->lease[0] = '\0';
 					zkl_mark_pending(i);
 				}
 				else
@@ -1362,6 +1419,7 @@ zkl_session_lost(void)
 		if (state == ZKL_SLOT_HELD)
 			zkl_mark_lost(i, "the ZooKeeper session ended");
 		zkl_end_work(work);
+		work->lease_unsure = false;
 		if (free_it)
 			zkl_free_slot(i);
 	}
@@ -1426,6 +1484,8 @@ zkl_adopt_slots(void)
 				break;
 			case ZKL_SLOT_WAITING:
 				work->phase = known ? ZKL_PH_LISTING : ZKL_PH_RECOVERING;
+				/* The old worker may have made a lease it never saw. */
+				work->lease_unsure = slot->permits > 0;
 				work->retry = true;
 				break;
 			case ZKL_SLOT_RELEASING:

@@ -6,11 +6,5 @@
 	PG_FUNCTION_INFO_V1(fn); \
 	Datum fn(PG_FUNCTION_ARGS) { elog(ERROR, #fn " is not built yet"); PG_RETURN_NULL(); }
 
-ZKL_STUB(zk_semaphore_acquire)
-ZKL_STUB(zk_semaphore_acquire_xact)
-ZKL_STUB(zk_semaphore_try)
-ZKL_STUB(zk_semaphore_try_xact)
-ZKL_STUB(zk_semaphore_release)
-ZKL_STUB(zk_semaphore_contenders)
 ZKL_STUB(zk_fence)
 ZKL_STUB(zk_fence_trigger)

@@ -4,8 +4,10 @@
  *		Internals of the worker process: its session and loop (worker.c),
  *		the request layer between libzookeeper's threads and the main
  *		thread (requests.c), and the lock recipe it runs for each slot
- *		(recipe.c).  worker.c calls into the other two, recipe.c into
- *		requests.c; nothing calls back.  Only the worker includes this.
+ *		(recipe.c, and semaphore.c for semaphores).  worker.c calls into
+ *		the others, recipe.c and semaphore.c into each other and into
+ *		requests.c; requests.c calls back nothing.  Only the worker
+ *		includes this.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,6 +37,11 @@ typedef enum zkl_event_kind
 	ZKL_EV_INSPECT_CHILDREN,	/* zk_lock_contenders: the directory */
 	ZKL_EV_INSPECT_DATA,		/* ... and each child's data, in order */
 	ZKL_EV_REVOKE_SET,			/* zk_lock_revoke: the holder's node written */
+	ZKL_EV_LEASE_CREATED,		/* a semaphore's lease (semaphore.c) */
+	ZKL_EV_LEASES,				/* listing of a semaphore's leases/ */
+	ZKL_EV_LEASES_WATCH,		/* leases/ changed */
+	ZKL_EV_LEASE_STAT,			/* czxid of our lease */
+	ZKL_EV_UNLOCKED,			/* the semaphore's mutex given up */
 	ZKL_EV_LOG					/* a line the library logged (in path) */
 } zkl_event_kind;
 
@@ -71,7 +78,10 @@ typedef enum zkl_phase
 	ZKL_PH_HELD,
 	ZKL_PH_INSPECTING,			/* not a lock (zkl_slot_op): requests in
 								 * flight */
-	ZKL_PH_DELETING
+	ZKL_PH_DELETING,
+	ZKL_PH_LEASING,				/* semaphore: a lease request in flight */
+	ZKL_PH_LEASE_WAITING,		/* semaphore: leases/ full and watched */
+	ZKL_PH_UNLOCKING			/* semaphore: its mutex being given up */
 } zkl_phase;
 
 typedef struct zkl_work
@@ -86,6 +96,9 @@ typedef struct zkl_work
 	bool		handoff;		/* the predecessor went; not yet granted */
 	uint32		own_watch_gen;	/* opgen for which our node's watch is set */
 	int			parent_attempts;
+	bool		lease_unsure;	/* semaphore: our lease may exist unseen */
+	bool		lease_watched;	/* semaphore: the last listing set a watch */
+	int64		lease_czxid;	/* semaphore: our lease's, 0 if unknown */
 	int			fail_rc;		/* failure to report once our node is deleted */
 	char		pred[ZKL_MAX_NODE_LEN];
 	char		mapped_node[ZKL_MAX_NODE_LEN];	/* our node in recipe.c's map */
@@ -109,6 +122,27 @@ extern const void *zkl_request_ctx(zkl_event_kind kind, int slotno, uint32 opgen
 
 /* worker.c: the session */
 extern zhandle_t *zkl_zh;
+
+/* recipe.c: steps that semaphore.c shares */
+extern const void *zkl_ctx(zkl_event_kind kind, int slotno);
+extern void zkl_check_sent(int slotno, int rc);
+extern struct ACL_vector *zkl_acl(void);
+extern void zkl_send_delete(int slotno, zkl_slot *slot);
+extern void zkl_request_failed(int slotno, int rc);
+extern void zkl_remember_node(int slotno, const char *node);
+extern void zkl_grant(int slotno, zkl_slot *slot);
+extern void zkl_give_up_busy(int slotno, zkl_slot *slot);
+extern void zkl_set_behind(zkl_slot *slot);
+
+/* semaphore.c: the semaphore recipe */
+extern char *zkl_lease_path(const zkl_slot *slot);
+extern void zkl_sem_mutex_held(int slotno, zkl_slot *slot, bool wanted);
+extern void zkl_sem_redo(int slotno, zkl_slot *slot);
+extern void zkl_on_lease_created(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted);
+extern void zkl_on_leases(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted);
+extern void zkl_on_lease_stat(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted);
+extern void zkl_on_leases_watch(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted);
+extern void zkl_on_unlocked(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted);
 
 /* recipe.c: each slot's work */
 extern zkl_work *zkl_works;
