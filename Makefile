@@ -16,7 +16,9 @@ PG_CPPFLAGS = -I$(srcdir)/src
 
 # Suites need a server started with zklock preloaded and a ZooKeeper
 # (test/run_all.sh sets both up).
-REGRESS = setup basic lifetimes input security hostile_input
+# upgrade replaces the fresh extension by 1.0 updated to the newest version,
+# and the suites after it run on that.
+REGRESS = setup basic lifetimes input security hostile_input semaphore upgrade basic
 ISOLATION = timeout shared
 ISOLATION_OPTS = --load-extension=zklock
 
