@@ -2,7 +2,7 @@
 
 MODULE_big = zklock
 OBJS = src/zklock.o src/shmem.o src/encode.o src/worker.o src/requests.o src/session_file.o src/lock_rule.o src/recipe.o \
-	src/backend.o src/contenders.o src/functions.o src/stubs_1_1.o
+	src/backend.o src/contenders.o src/functions.o src/stubs_1_1.o src/fence.o
 
 EXTENSION = zklock
 DATA = zklock--1.0.sql zklock--1.0--1.1.sql
@@ -16,7 +16,7 @@ PG_CPPFLAGS = -I$(srcdir)/src
 
 # Suites need a server started with zklock preloaded and a ZooKeeper
 # (test/run_all.sh sets both up).
-REGRESS = setup basic lifetimes input security hostile_input
+REGRESS = setup basic lifetimes input security hostile_input fence
 ISOLATION = timeout shared
 ISOLATION_OPTS = --load-extension=zklock
 
