@@ -17,7 +17,7 @@ PG_CPPFLAGS = -I$(srcdir)/src
 # Suites need a server started with zklock preloaded and a ZooKeeper
 # (test/run_all.sh sets both up).
 REGRESS = setup basic lifetimes input security hostile_input fence
-ISOLATION = timeout shared
+ISOLATION = timeout shared fence_race
 ISOLATION_OPTS = --load-extension=zklock
 
 PG_CONFIG ?= pg_config
