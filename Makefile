@@ -2,7 +2,7 @@
 
 MODULE_big = zklock
 OBJS = src/zklock.o src/shmem.o src/encode.o src/worker.o src/requests.o src/session_file.o src/lock_rule.o src/recipe.o \
-	src/backend.o src/contenders.o src/functions.o src/semaphore.o src/stubs_1_1.o
+	src/backend.o src/contenders.o src/functions.o src/semaphore.o src/fence.o
 
 EXTENSION = zklock
 DATA = zklock--1.0.sql zklock--1.0--1.1.sql
@@ -18,8 +18,8 @@ PG_CPPFLAGS = -I$(srcdir)/src
 # (test/run_all.sh sets both up).
 # upgrade replaces the fresh extension by 1.0 updated to the newest version,
 # and the suites after it run on that.
-REGRESS = setup basic lifetimes input security hostile_input semaphore upgrade basic
-ISOLATION = timeout shared
+REGRESS = setup basic lifetimes input security hostile_input semaphore fence upgrade basic
+ISOLATION = timeout shared fence_race
 ISOLATION_OPTS = --load-extension=zklock
 
 PG_CONFIG ?= pg_config

@@ -1,0 +1,206 @@
+-- fence: zk_fence and zk_fence_trigger keep the newest fencing token of each
+-- resource and refuse older ones, in the caller's transaction.  Needs no
+-- ZooKeeper: the tokens are plain numbers here.
+-- Every error expected here is followed by its SQLSTATE (\echo :LAST_ERROR_SQLSTATE).
+\set VERBOSITY default
+
+-- the table is the extension's configuration: pg_dump keeps its rows
+SELECT extconfig::regclass[] AS config_tables, extcondition
+FROM pg_extension WHERE extname = 'zklock';
+
+-- increasing tokens are accepted, an equal one too (the same holder writes
+-- again), an older one is refused with both tokens
+SELECT zk_fence('fence.a', 100);
+SELECT zk_fence('fence.a', 101);
+SELECT zk_fence('fence.a', 101);
+SELECT zk_fence('fence.a', 100);
+\echo :LAST_ERROR_SQLSTATE
+SELECT zk_fence('fence.a', -1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT resource, token FROM zk_fence_tokens WHERE resource LIKE 'fence.%' ORDER BY 1;
+
+-- resources are independent
+SELECT zk_fence('fence.b', 5);
+SELECT zk_fence('FENCE.A', 1);
+SELECT resource, token FROM zk_fence_tokens WHERE resource ILIKE 'fence.%' ORDER BY 1;
+
+-- the token and the time are recorded in the caller's transaction, and go
+-- with its rollback
+BEGIN;
+SELECT zk_fence('fence.b', 500);
+SELECT token, accepted_at = now() AS accepted_now FROM zk_fence_tokens WHERE resource = 'fence.b';
+ROLLBACK;
+SELECT zk_fence('fence.b', 6);
+SELECT token FROM zk_fence_tokens WHERE resource = 'fence.b';
+-- a refusal aborts the caller's transaction: its write is not made
+CREATE TABLE fence_log (note text);
+BEGIN;
+INSERT INTO fence_log VALUES ('written under token 4');
+SELECT zk_fence('fence.b', 4);
+\echo :LAST_ERROR_SQLSTATE
+COMMIT;
+SELECT count(*) AS notes FROM fence_log;
+DROP TABLE fence_log;
+
+-- NULLs are refused
+SELECT zk_fence(NULL, 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT zk_fence('fence.a', NULL);
+\echo :LAST_ERROR_SQLSTATE
+
+-- a table that refuses stale writers
+CREATE TABLE fence_docs (id int PRIMARY KEY, body text, token bigint);
+CREATE TRIGGER fence_docs_fence BEFORE INSERT OR UPDATE ON fence_docs
+	FOR EACH ROW EXECUTE FUNCTION zk_fence_trigger('fence.docs', 'token');
+INSERT INTO fence_docs VALUES (1, 'first', 7) RETURNING *;
+INSERT INTO fence_docs VALUES (2, 'stale', 6);
+\echo :LAST_ERROR_SQLSTATE
+UPDATE fence_docs SET body = 'second', token = 8 WHERE id = 1;
+UPDATE fence_docs SET body = 'stale', token = 7 WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+-- the row's own token is checked on every update: the current holder may
+-- update without changing it; once a newer holder wrote, a row carrying
+-- the old token cannot be touched until it is written with a newer one
+UPDATE fence_docs SET body = 'second, again' WHERE id = 1;
+SELECT zk_fence('fence.docs', 9);
+UPDATE fence_docs SET body = 'by the old holder' WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+UPDATE fence_docs SET body = 'by the new holder', token = 9 WHERE id = 1;
+SELECT * FROM fence_docs ORDER BY id;
+-- a statement of many rows checks each row; one stale row fails it all
+INSERT INTO fence_docs SELECT g, 'batch', 8 + g FROM generate_series(2, 4) g;
+INSERT INTO fence_docs VALUES (5, 'batch', 13), (6, 'batch', 11), (7, 'batch', 14);
+\echo :LAST_ERROR_SQLSTATE
+UPDATE fence_docs SET token = 20;
+SELECT * FROM fence_docs ORDER BY id;
+SELECT token FROM zk_fence_tokens WHERE resource = 'fence.docs';
+-- a row without a token is refused
+INSERT INTO fence_docs VALUES (9, 'no token', NULL);
+\echo :LAST_ERROR_SQLSTATE
+-- zk_fence and the trigger share the resource
+SELECT zk_fence('fence.docs', 21);
+INSERT INTO fence_docs VALUES (10, 'late', 20);
+\echo :LAST_ERROR_SQLSTATE
+-- integer columns and domains over them are read too
+CREATE DOMAIN fence_token AS bigint CHECK (VALUE > 0);
+CREATE TABLE fence_small (id int, tok integer, dtok fence_token);
+CREATE TRIGGER fence_small_int BEFORE INSERT ON fence_small
+	FOR EACH ROW EXECUTE FUNCTION zk_fence_trigger('fence.small', 'tok');
+CREATE TRIGGER fence_small_dom BEFORE INSERT ON fence_small
+	FOR EACH ROW EXECUTE FUNCTION zk_fence_trigger('fence.domain', 'dtok');
+INSERT INTO fence_small VALUES (1, 3, 30);
+INSERT INTO fence_small VALUES (2, 2, 31);
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO fence_small VALUES (3, 3, 29);
+\echo :LAST_ERROR_SQLSTATE
+SELECT resource, token FROM zk_fence_tokens WHERE resource IN ('fence.small', 'fence.domain') ORDER BY 1;
+DROP TABLE fence_small;
+DROP DOMAIN fence_token;
+
+-- misuse of the trigger function
+SELECT zk_fence_trigger();
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE fence_misuse (id int, token bigint, note text);
+CREATE TRIGGER t AFTER INSERT ON fence_misuse
+	FOR EACH ROW EXECUTE FUNCTION zk_fence_trigger('fence.misuse', 'token');
+INSERT INTO fence_misuse VALUES (1, 1);
+\echo :LAST_ERROR_SQLSTATE
+DROP TRIGGER t ON fence_misuse;
+CREATE TRIGGER t BEFORE INSERT ON fence_misuse
+	FOR EACH STATEMENT EXECUTE FUNCTION zk_fence_trigger('fence.misuse', 'token');
+INSERT INTO fence_misuse VALUES (1, 1);
+\echo :LAST_ERROR_SQLSTATE
+DROP TRIGGER t ON fence_misuse;
+CREATE TRIGGER t BEFORE DELETE ON fence_misuse
+	FOR EACH ROW EXECUTE FUNCTION zk_fence_trigger('fence.misuse', 'token');
+DELETE FROM fence_misuse;
+INSERT INTO fence_misuse VALUES (1, 1);
+DELETE FROM fence_misuse;
+\echo :LAST_ERROR_SQLSTATE
+DROP TRIGGER t ON fence_misuse;
+CREATE TRIGGER t BEFORE INSERT ON fence_misuse
+	FOR EACH ROW EXECUTE FUNCTION zk_fence_trigger('fence.misuse');
+INSERT INTO fence_misuse VALUES (1, 1);
+\echo :LAST_ERROR_SQLSTATE
+DROP TRIGGER t ON fence_misuse;
+CREATE TRIGGER t BEFORE INSERT ON fence_misuse
+	FOR EACH ROW EXECUTE FUNCTION zk_fence_trigger();
+INSERT INTO fence_misuse VALUES (1, 1);
+\echo :LAST_ERROR_SQLSTATE
+DROP TRIGGER t ON fence_misuse;
+CREATE TRIGGER t BEFORE INSERT ON fence_misuse
+	FOR EACH ROW EXECUTE FUNCTION zk_fence_trigger('fence.misuse', 'tokens');
+INSERT INTO fence_misuse VALUES (1, 1);
+\echo :LAST_ERROR_SQLSTATE
+DROP TRIGGER t ON fence_misuse;
+CREATE TRIGGER t BEFORE INSERT ON fence_misuse
+	FOR EACH ROW EXECUTE FUNCTION zk_fence_trigger('fence.misuse', 'ctid');
+INSERT INTO fence_misuse VALUES (1, 1);
+\echo :LAST_ERROR_SQLSTATE
+DROP TRIGGER t ON fence_misuse;
+CREATE TRIGGER t BEFORE INSERT ON fence_misuse
+	FOR EACH ROW EXECUTE FUNCTION zk_fence_trigger('fence.misuse', 'note');
+INSERT INTO fence_misuse VALUES (1, 1, 'x');
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE fence_misuse;
+SELECT count(*) AS misuse_recorded FROM zk_fence_tokens WHERE resource = 'fence.misuse';
+
+-- SECURITY DEFINER: a role granted EXECUTE on zk_fence needs no right on
+-- zk_fence_tokens, and cannot write it directly; a writer of a fenced
+-- table needs only its rights on that table
+CREATE ROLE zkl_fence_user;
+SET ROLE zkl_fence_user;
+SELECT zk_fence('fence.role', 1);
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION zk_fence(text, bigint) TO zkl_fence_user;
+GRANT SELECT, INSERT, UPDATE ON fence_docs TO zkl_fence_user;
+SET ROLE zkl_fence_user;
+SELECT zk_fence('fence.role', 1);
+SELECT zk_fence('fence.role', 0);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM zk_fence_tokens;
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO zk_fence_tokens VALUES ('fence.role', 1000);
+\echo :LAST_ERROR_SQLSTATE
+UPDATE zk_fence_tokens SET token = 0;
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO fence_docs VALUES (11, 'by a plain role', 22);
+INSERT INTO fence_docs VALUES (12, 'stale, by a plain role', 21);
+\echo :LAST_ERROR_SQLSTATE
+-- a table of the caller's search_path cannot stand in for the real one
+CREATE TEMP TABLE zk_fence_tokens (resource text PRIMARY KEY, token bigint, accepted_at timestamptz);
+SET search_path = pg_temp, public;
+SELECT zk_fence('fence.role', 0);
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) AS decoy_rows FROM pg_temp.zk_fence_tokens;
+RESET search_path;
+DROP TABLE pg_temp.zk_fence_tokens;
+RESET ROLE;
+SELECT resource, token FROM zk_fence_tokens WHERE resource IN ('fence.role', 'fence.docs') ORDER BY 1;
+REVOKE ALL ON fence_docs FROM zkl_fence_user;
+REVOKE EXECUTE ON FUNCTION zk_fence(text, bigint) FROM zkl_fence_user;
+DROP ROLE zkl_fence_user;
+
+-- a relocated extension still finds its table (and a session that fenced
+-- before the move too)
+CREATE SCHEMA "Fence schema";
+ALTER EXTENSION zklock SET SCHEMA "Fence schema";
+SELECT "Fence schema".zk_fence('fence.a', 102);
+SELECT "Fence schema".zk_fence('fence.a', 101);
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO fence_docs VALUES (13, 'after the move', 22);
+INSERT INTO fence_docs VALUES (14, 'stale, after the move', 20);
+\echo :LAST_ERROR_SQLSTATE
+SELECT resource, token FROM "Fence schema".zk_fence_tokens
+WHERE resource IN ('fence.a', 'fence.docs') ORDER BY 1;
+ALTER SCHEMA "Fence schema" RENAME TO "Fence schema 2";
+SELECT "Fence schema 2".zk_fence('fence.a', 103);
+ALTER EXTENSION zklock SET SCHEMA public;
+DROP SCHEMA "Fence schema 2";
+SELECT zk_fence('fence.a', 104);
+SELECT zk_fence('fence.a', 103);
+\echo :LAST_ERROR_SQLSTATE
+
+DROP TABLE fence_docs;
+DELETE FROM zk_fence_tokens;
