@@ -10,12 +10,32 @@
  *   read_release PATH         ok
  *   write_try PATH [MS]       true | false
  *   write_release PATH        ok
+ *   mutex_try_revocable PATH [MS] [release|keep]
+ *                             true | false      (the mutex made revocable)
+ *   mutex_token PATH          czxid             (of the held mutex node)
+ *   revoked PATH              true | false      (asked to give the mutex up)
+ *   revoke NODEPATH           ok                (Revoker.attemptRevoke)
+ *   sem_acquire PATH N [MS]   true | false      (InterProcessSemaphoreV2, N leases)
+ *   sem_token PATH            czxid             (of the held lease node)
+ *   sem_release PATH          ok
  *   children PATH             child,child,...   (sorted; empty if none)
+ *   czxid NODEPATH            czxid             (of any node)
  *   quit                      bye
  *
- * A try waits MS milliseconds (default 0: never waits for another holder);
- * a try that fails leaves no node behind (Curator deletes it).  One lock
- * object is kept per path and recipe, so a release finds what a try took.
+ * A try (and sem_acquire) waits MS milliseconds (default 0: never waits for
+ * another holder); a try that fails leaves no node behind (Curator deletes
+ * it).  One lock object is kept per path and recipe, so a release finds
+ * what a try took; one lease is held per semaphore path at most.
+ *
+ * Revocation (Curator's protocol: the data "__REVOKE__" written on a
+ * holder's node): mutex_try_revocable makes the path's mutex revocable
+ * before it tries.  Its listener records the request (revoked answers
+ * whether one came since that try) and, with "release" (the default),
+ * releases the mutex; with "keep" it only records.  An InterProcessMutex
+ * may only be released by the thread that acquired it, and Curator calls
+ * the listener on its event thread: so every mutex is acquired, released
+ * and asked for its node by a thread of its own (one per path), on which
+ * the listener runs too.
  * Every failure is answered with "error <message>"; the program goes on.
  * Lock nodes carry the data "curator-peer" (the client's default data).
  *
@@ -32,14 +52,22 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.data.Stat;
 
 public final class CuratorPeer
 {
@@ -47,8 +75,79 @@ public final class CuratorPeer
 	private static final int CONNECT_TIMEOUT_MS = 15000;
 
 	private CuratorFramework client;
-	private final Map<String, InterProcessMutex> mutexes = new HashMap<>();
+	private final Map<String, OwnedMutex> mutexes = new HashMap<>();
 	private final Map<String, InterProcessReadWriteLock> rwLocks = new HashMap<>();
+	private final Map<String, InterProcessSemaphoreV2> semaphores = new HashMap<>();
+	private final Map<String, Integer> semaphorePermits = new HashMap<>();
+	private final Map<String, Lease> leases = new HashMap<>();
+
+	/* An InterProcessMutex that tells which node it holds (for the thread asking). */
+	private static final class PeerMutex extends InterProcessMutex
+	{
+		PeerMutex(CuratorFramework client, String path)
+		{
+			super(client, path);
+		}
+
+		String heldNode()
+		{
+			return getLockPath();
+		}
+	}
+
+	/*
+	 * A mutex with the thread that owns it: acquire, release, heldNode and
+	 * the revocation listener all run there, one after the other.
+	 */
+	private static final class OwnedMutex
+	{
+		final PeerMutex mutex;
+		final ExecutorService owner = Executors.newSingleThreadExecutor(r -> {
+			Thread t = new Thread(r, "mutex-owner");
+			t.setDaemon(true);
+			return t;
+		});
+		volatile boolean revoked;
+
+		OwnedMutex(CuratorFramework client, String path)
+		{
+			mutex = new PeerMutex(client, path);
+		}
+
+		<T> T run(Callable<T> task) throws Exception
+		{
+			try
+			{
+				return owner.submit(task).get();
+			}
+			catch (ExecutionException e)
+			{
+				Throwable cause = e.getCause();
+				if (cause instanceof Exception)
+					throw (Exception) cause;
+				throw e;
+			}
+		}
+
+		void makeRevocable(boolean release)
+		{
+			revoked = false;
+			mutex.makeRevocable(m -> {
+				revoked = true;
+				if (release && m.isOwnedByCurrentThread())
+				{
+					try
+					{
+						m.release();
+					}
+					catch (Exception e)
+					{
+						System.err.println("revocation: release failed: " + e);
+					}
+				}
+			}, owner);
+		}
+	}
 
 	public static void main(String[] args) throws Exception
 	{
@@ -88,10 +187,29 @@ public final class CuratorPeer
 			case "connect":
 				return connect(arg(cmd, 1));
 			case "mutex_try":
-				return String.valueOf(mutex(arg(cmd, 1)).acquire(waitMs(cmd), TimeUnit.MILLISECONDS));
+				return mutexTry(mutex(arg(cmd, 1)), waitMs(cmd));
+			case "mutex_try_revocable":
+				return mutexTryRevocable(cmd);
 			case "mutex_release":
-				mutex(arg(cmd, 1)).release();
+				return mutexRelease(mutex(arg(cmd, 1)));
+			case "mutex_token":
+				return mutexToken(mutex(arg(cmd, 1)));
+			case "revoked":
+				return String.valueOf(mutex(arg(cmd, 1)).revoked);
+			case "revoke":
+				Revoker.attemptRevoke(client(), arg(cmd, 1));
 				return "ok";
+			case "sem_acquire":
+				return semAcquire(arg(cmd, 1), Integer.parseInt(arg(cmd, 2)),
+								  cmd.length > 3 ? Long.parseLong(cmd[3]) : 0);
+			case "sem_token":
+				return String.valueOf(czxid(leaseNode(arg(cmd, 1))));
+			case "sem_release":
+				lease(arg(cmd, 1)).close();
+				leases.remove(cmd[1]);
+				return "ok";
+			case "czxid":
+				return String.valueOf(czxid(arg(cmd, 1)));
 			case "read_try":
 				return String.valueOf(rw(arg(cmd, 1)).readLock().acquire(waitMs(cmd), TimeUnit.MILLISECONDS));
 			case "read_release":
@@ -147,9 +265,87 @@ public final class CuratorPeer
 		return client;
 	}
 
-	private InterProcessMutex mutex(String path)
+	private OwnedMutex mutex(String path)
 	{
-		return mutexes.computeIfAbsent(path, p -> new InterProcessMutex(client(), p));
+		return mutexes.computeIfAbsent(path, p -> new OwnedMutex(client(), p));
+	}
+
+	private static String mutexTry(OwnedMutex m, long ms) throws Exception
+	{
+		return String.valueOf(m.run(() -> m.mutex.acquire(ms, TimeUnit.MILLISECONDS)));
+	}
+
+	private String mutexTryRevocable(String[] cmd) throws Exception
+	{
+		String mode = cmd.length > 3 ? cmd[3] : "release";
+
+		if (!mode.equals("release") && !mode.equals("keep"))
+			throw new IllegalArgumentException("mutex_try_revocable: release or keep, not " + mode);
+		OwnedMutex m = mutex(arg(cmd, 1));
+		m.makeRevocable(mode.equals("release"));
+		return mutexTry(m, waitMs(cmd));
+	}
+
+	private static String mutexRelease(OwnedMutex m) throws Exception
+	{
+		m.run(() -> {
+			m.mutex.release();
+			return null;
+		});
+		return "ok";
+	}
+
+	private String mutexToken(OwnedMutex m) throws Exception
+	{
+		String node = m.run(m.mutex::heldNode);
+
+		if (node == null)
+			throw new IllegalStateException("mutex not held");
+		return String.valueOf(czxid(node));
+	}
+
+	private String semAcquire(String path, int permits, long ms) throws Exception
+	{
+		if (leases.containsKey(path))
+			throw new IllegalStateException("a lease of " + path + " is held already");
+		InterProcessSemaphoreV2 sem = semaphores.get(path);
+		if (sem == null || semaphorePermits.get(path) != permits)
+		{
+			sem = new InterProcessSemaphoreV2(client(), path, permits);
+			semaphores.put(path, sem);
+			semaphorePermits.put(path, permits);
+		}
+		Lease lease = sem.acquire(ms, TimeUnit.MILLISECONDS);
+		if (lease == null)
+			return "false";
+		leases.put(path, lease);
+		return "true";
+	}
+
+	private Lease lease(String path)
+	{
+		Lease lease = leases.get(path);
+
+		if (lease == null)
+			throw new IllegalStateException("no lease of " + path + " held");
+		return lease;
+	}
+
+	/* Lease.getNodeName() is the node's name in the semaphore's leases/. */
+	private String leaseNode(String path)
+	{
+		String name = lease(path).getNodeName();
+
+		return name.startsWith("/") ? name : path + "/leases/" + name;
+	}
+
+	private long czxid(String node) throws Exception
+	{
+		Stat stat = client().checkExists().forPath(node);
+
+		if (stat == null)
+			throw new IllegalStateException("no node " + node);
+		return stat.getCzxid();
 	}
 
 	private InterProcessReadWriteLock rw(String path)

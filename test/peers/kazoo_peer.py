@@ -10,6 +10,8 @@ One command per line, one reply line per command:
     rlock_release PATH       ok
     wlock_try PATH [S]       true | false       (WriteLock)
     wlock_release PATH       ok
+    lock_token PATH          czxid              (of the held lock's node; rlock_token and
+                                                 wlock_token alike)
     children PATH            child,child,...    (sorted; empty if none)
     quit                     bye
 
@@ -88,6 +90,13 @@ class Peer:
         lock.release()
         return "ok"
 
+    def token(self, recipe, path):
+        lock = self.held.get((recipe, path))
+        if lock is None:
+            raise RuntimeError("%s %s not held" % (recipe, path))
+        _, stat = self.zk().get(lock.path + "/" + lock.node)
+        return str(stat.czxid)
+
     def children(self, path):
         try:
             kids = self.zk().get_children(path)
@@ -116,6 +125,8 @@ class Peer:
         if recipe in RECIPES and action == "try":
             wait = float(args[1]) if len(args) > 1 else None
             return self.try_lock(recipe, args[0], wait)
+        if recipe in RECIPES and action == "token":
+            return self.token(recipe, args[0])
         if recipe in RECIPES and action == "release":
             return self.release(recipe, args[0])
         raise ValueError("unknown command " + name)
