@@ -25,7 +25,9 @@
  * A try (and sem_acquire) waits MS milliseconds (default 0: never waits for
  * another holder); a try that fails leaves no node behind (Curator deletes
  * it).  One lock object is kept per path and recipe, so a release finds
- * what a try took; one lease is held per semaphore path at most.
+ * what a try took.  The leases of a semaphore path are kept in a stack:
+ * sem_acquire pushes one more, sem_release returns the latest and
+ * sem_token names its node (so one peer may hold several permits).
  *
  * Revocation (Curator's protocol: the data "__REVOKE__" written on a
  * holder's node): mutex_try_revocable makes the path's mutex revocable
@@ -48,7 +50,9 @@ import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.ArrayDeque;
 import java.util.Collections;
+import java.util.Deque;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -79,7 +83,7 @@ public final class CuratorPeer
 	private final Map<String, InterProcessReadWriteLock> rwLocks = new HashMap<>();
 	private final Map<String, InterProcessSemaphoreV2> semaphores = new HashMap<>();
 	private final Map<String, Integer> semaphorePermits = new HashMap<>();
-	private final Map<String, Lease> leases = new HashMap<>();
+	private final Map<String, Deque<Lease>> leases = new HashMap<>();
 
 	/* An InterProcessMutex that tells which node it holds (for the thread asking). */
 	private static final class PeerMutex extends InterProcessMutex
@@ -206,7 +210,7 @@ public final class CuratorPeer
 				return String.valueOf(czxid(leaseNode(arg(cmd, 1))));
 			case "sem_release":
 				lease(arg(cmd, 1)).close();
-				leases.remove(cmd[1]);
+				leases.get(cmd[1]).pop();
 				return "ok";
 			case "czxid":
 				return String.valueOf(czxid(arg(cmd, 1)));
@@ -306,11 +310,11 @@ public final class CuratorPeer
 
 	private String semAcquire(String path, int permits, long ms) throws Exception
 	{
-		if (leases.containsKey(path))
-			throw new IllegalStateException("a lease of " + path + " is held already");
 		InterProcessSemaphoreV2 sem = semaphores.get(path);
 		if (sem == null || semaphorePermits.get(path) != permits)
 		{
+			if (!leases.getOrDefault(path, new ArrayDeque<>()).isEmpty())
+				throw new IllegalStateException("leases of " + path + " are held with other permits");
 			sem = new InterProcessSemaphoreV2(client(), path, permits);
 			semaphores.put(path, sem);
 			semaphorePermits.put(path, permits);
@@ -318,13 +322,13 @@ public final class CuratorPeer
 		Lease lease = sem.acquire(ms, TimeUnit.MILLISECONDS);
 		if (lease == null)
 			return "false";
-		leases.put(path, lease);
+		leases.computeIfAbsent(path, p -> new ArrayDeque<>()).push(lease);
 		return "true";
 	}
 
 	private Lease lease(String path)
 	{
-		Lease lease = leases.get(path);
+		Lease lease = leases.getOrDefault(path, new ArrayDeque<>()).peek();
 
 		if (lease == null)
 			throw new IllegalStateException("no lease of " + path + " held");
