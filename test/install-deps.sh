@@ -7,14 +7,19 @@
 # lets a test make a backend forget its slots, as a bug would;
 # pg-bsd-indent and cppcheck keep the C sources in PostgreSQL's form
 # (make check-static); linux-perf samples the benchmark's profile
-# (bench/profile.sh).  Idempotent: with everything
+# (bench/profile.sh).  The integration tests drive the programs users run
+# around PostgreSQL: pgbouncer, pg_cron, alembic (with psycopg2), the
+# Prometheus exporter; debhelper and postgresql-server-dev-all build the
+# Debian package.  Idempotent: with everything
 # present it only checks, and never touches the network.
 set -euo pipefail
 
 PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev zookeeper
 	libipc-run-perl default-jdk-headless build-essential
 	libcurator-recipes-java python3-kazoo gnuplot-nox gdb
-	pg-bsd-indent cppcheck linux-perf)
+	pg-bsd-indent cppcheck linux-perf
+	pgbouncer postgresql-15-cron python3-alembic python3-psycopg2
+	prometheus-postgres-exporter debhelper dpkg-dev postgresql-server-dev-all)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
