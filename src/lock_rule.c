@@ -136,11 +136,14 @@ zkl_is_ours(const char *child, const char *const *ours, int nours)
 /*
  * The decision for the request whose node is own, given the directory's
  * children and the other nodes of own's backend (ours, which it never
- * waits for).  A try asks the same question: WAIT means "busy".
+ * waits for), and, when blockers is not NULL, the indexes in children of
+ * the nodes it waits for (at most max_blockers of them; the decision's
+ * blockers counts them all).
  */
-zkl_decision
-zkl_decide(const char *const *children, int nchildren,
-		   const char *own, const char *const *ours, int nours)
+static zkl_decision
+zkl_scan(const char *const *children, int nchildren,
+		 const char *own, const char *const *ours, int nours,
+		 int *blockers, int max_blockers)
 {
 	zkl_decision d = {ZKL_VERDICT_ABSENT, -1, 0};
 	zkl_contender_name me;
@@ -185,6 +188,8 @@ zkl_decide(const char *const *children, int nchildren,
 		if (!c.shared && have_read && zkl_seq_compare(first_read, c.seq) < 0)
 			deadlock = true;
 
+		if (blockers != NULL && d.blockers < max_blockers)
+			blockers[d.blockers] = i;
 		d.blockers++;
 		if (d.watch < 0 || zkl_seq_compare(c.seq, nearest.seq) > 0)
 		{
@@ -202,6 +207,34 @@ zkl_decide(const char *const *children, int nchildren,
 	d.verdict = d.blockers == 0 ? ZKL_VERDICT_HELD :
 		deadlock ? ZKL_VERDICT_DEADLOCK : ZKL_VERDICT_WAIT;
 	return d;
+}
+
+/*
+ * The decision for the request whose node is own, given the directory's
+ * children and the other nodes of own's backend (ours, which it never
+ * waits for).  A try asks the same question: WAIT means "busy".
+ */
+zkl_decision
+zkl_decide(const char *const *children, int nchildren,
+		   const char *own, const char *const *ours, int nours)
+{
+	return zkl_scan(children, nchildren, own, ours, nours, NULL, 0);
+}
+
+/*
+ * Every node the request own waits for, not only the nearest: the edges
+ * of the waits-for graph that deadlock detection follows (waits_for.c) are
+ * the lock rule's own.  Fills blockers with indexes into children, at most
+ * max_blockers of them, and returns how many there are in all (0 when own
+ * holds or is absent).
+ */
+int
+zkl_blockers(const char *const *children, int nchildren,
+			 const char *own, const char *const *ours, int nours,
+			 int *blockers, int max_blockers)
+{
+	return zkl_scan(children, nchildren, own, ours, nours,
+					blockers, max_blockers).blockers;
 }
 
 /*

@@ -45,5 +45,8 @@ extern bool zkl_holds_after_predecessor(bool predecessor_was_only_blocker,
 										bool predecessor_was_exclusive_grant);
 extern zkl_decision zkl_decide(const char *const *children, int nchildren,
 							   const char *own, const char *const *ours, int nours);
+extern int	zkl_blockers(const char *const *children, int nchildren,
+						 const char *own, const char *const *ours, int nours,
+						 int *blockers, int max_blockers);
 
 #endif							/* ZKLOCK_LOCK_RULE_H */

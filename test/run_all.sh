@@ -145,8 +145,8 @@ fi
 # prove, counted like the TAP tests.
 say "unit tests"
 rc=0
-run_logged "$WORK/unit.log" bash -c 'make -s -C "$1/test/unit" lock_rule_test &&
-	cd "$1" && prove -v --exec "" test/unit/lock_rule_test' _ "$TREE" || rc=$?
+run_logged "$WORK/unit.log" bash -c 'make -s -C "$1/test/unit" all &&
+	cd "$1" && prove -v --exec "" test/unit/lock_rule_test test/unit/waits_for_test' _ "$TREE" || rc=$?
 add_counts "$(count_prove "$WORK/unit.log" "$rc")" unit
 [ "$rc" -eq 0 ] || stage_failed unit
 

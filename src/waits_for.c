@@ -1,0 +1,157 @@
+/*-------------------------------------------------------------------------
+ *
+ * waits_for.c
+ *		Cycles in the waits-for graph of backends of every cluster, and
+ *		the rule that makes exactly one member of a cycle its victim.
+ *		Plain C with no PostgreSQL, ZooKeeper or shared memory: the
+ *		detector collects the edges (zklock waits from ZooKeeper, waits on
+ *		PostgreSQL's own locks from its cluster) and asks these functions;
+ *		test/unit proves them without a server.
+ *
+ * The victim rule.  Every member of a cycle that waits on a zklock request
+ * may be detecting at the same time, each from its own cluster, and they
+ * must agree without talking: of the zklock requests of a cycle, the one
+ * with the highest czxid (the newest, in an order every cluster reads the
+ * same) gives up.  A detector therefore asks one question of the graph:
+ * is there a cycle through me in which every other zklock waiter has a
+ * lower czxid than my request?  If so it is that cycle's victim; if there
+ * is only a cycle whose newest request is another's, that one gives up
+ * and this one waits on.  Each cycle has exactly one newest request, so no
+ * cycle is left without a victim and no two members of a cycle both give
+ * up.  A member waiting on a PostgreSQL lock (czxid 0) never is the
+ * victim: it is not a zklock request and has no zklock wait to give up.
+ *
+ * A backend has at most one zklock wait at a time; if edges of several
+ * readings disagree, its highest czxid counts.  Cycles are searched to a
+ * bounded length (max_cycle edges): a longer cycle is not seen.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <string.h>
+
+#include "waits_for.h"
+
+/* What one search carries. */
+typedef struct zkl_cycle_search
+{
+	const zkl_wait_edge *edges;
+	int			nedges;
+	zkl_backend_ref self;
+	bool		only_older;		/* other zklock waiters must be older than
+								 * self_czxid */
+	int64_t		self_czxid;
+	int		   *path;
+	int			max_path;
+	bool	   *explored;		/* per edge: its blocker was searched from */
+} zkl_cycle_search;
+
+bool
+zkl_backend_equal(zkl_backend_ref a, zkl_backend_ref b)
+{
+	return a.session == b.session && a.pid == b.pid;
+}
+
+/* The czxid of backend's zklock wait in the graph, or 0 if it has none. */
+static int64_t
+zkl_wait_czxid(const zkl_wait_edge *edges, int nedges, zkl_backend_ref backend)
+{
+	int64_t		czxid = 0;
+
+	for (int i = 0; i < nedges; i++)
+		if (edges[i].kind == ZKL_WAIT_ZKLOCK &&
+			zkl_backend_equal(edges[i].waiter, backend) &&
+			edges[i].czxid > czxid)
+			czxid = edges[i].czxid;
+	return czxid;
+}
+
+/* Whether the search has already gone on from backend. */
+static bool
+zkl_explored(const zkl_cycle_search *s, zkl_backend_ref backend)
+{
+	for (int i = 0; i < s->nedges; i++)
+		if (s->explored[i] && zkl_backend_equal(s->edges[i].blocker, backend))
+			return true;
+	return false;
+}
+
+/*
+ * Depth-first from the blocker of path[depth - 1] (or self at depth 0):
+ * the length of a path back to self, or 0.  A backend already searched
+ * from is not searched again: whether it leads back to self does not
+ * depend on the path that reached it.
+ */
+static int
+zkl_search_from(zkl_cycle_search *s, zkl_backend_ref at, int depth)
+{
+	for (int i = 0; i < s->nedges; i++)
+	{
+		const zkl_wait_edge *e = &s->edges[i];
+		int			found;
+
+		if (!zkl_backend_equal(e->waiter, at))
+			continue;
+		s->path[depth] = i;
+		if (zkl_backend_equal(e->blocker, s->self))
+			return depth + 1;
+		if (depth + 1 >= s->max_path || zkl_explored(s, e->blocker))
+			continue;
+		if (s->only_older &&
+			zkl_wait_czxid(s->edges, s->nedges, e->blocker) >= s->self_czxid)
+			continue;
+		s->explored[i] = true;
+		found = zkl_search_from(s, e->blocker, depth + 1);
+		if (found > 0)
+			return found;
+	}
+	return 0;
+}
+
+static int
+zkl_find_cycle(const zkl_wait_edge *edges, int nedges, zkl_backend_ref self,
+			   bool only_older, int64_t self_czxid, int *cycle, int max_cycle)
+{
+	bool		explored[ZKL_MAX_WAIT_EDGES];
+	zkl_cycle_search s;
+
+	if (nedges > ZKL_MAX_WAIT_EDGES)
+		nedges = ZKL_MAX_WAIT_EDGES;
+	if (max_cycle <= 0)
+		return 0;
+	memset(explored, 0, sizeof(explored));
+	s.edges = edges;
+	s.nedges = nedges;
+	s.self = self;
+	s.only_older = only_older;
+	s.self_czxid = self_czxid;
+	s.path = cycle;
+	s.max_path = max_cycle;
+	s.explored = explored;
+	return zkl_search_from(&s, self, 0);
+}
+
+/*
+ * Whether self, waiting on the zklock request with czxid self_czxid, is
+ * the victim of a cycle: returns the cycle's length, with the indexes of
+ * its edges in cycle (self's own edge first, in the order of the waits),
+ * or 0 when self is no cycle's victim.
+ */
+int
+zkl_deadlock_victim_cycle(const zkl_wait_edge *edges, int nedges,
+						  zkl_backend_ref self, int64_t self_czxid,
+						  int *cycle, int max_cycle)
+{
+	return zkl_find_cycle(edges, nedges, self, true, self_czxid,
+						  cycle, max_cycle);
+}
+
+/*
+ * Any cycle through self, whoever its victim: for counting deadlocks seen
+ * and for showing them.  Same result as zkl_deadlock_victim_cycle.
+ */
+int
+zkl_deadlock_any_cycle(const zkl_wait_edge *edges, int nedges,
+					   zkl_backend_ref self, int *cycle, int max_cycle)
+{
+	return zkl_find_cycle(edges, nedges, self, false, 0, cycle, max_cycle);
+}

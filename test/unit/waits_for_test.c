@@ -1,0 +1,405 @@
+/*-------------------------------------------------------------------------
+ *
+ * waits_for_test.c
+ *		Unit tests of the waits-for graph and the victim rule
+ *		(src/waits_for.c), and of the lock rule's blockers (the graph's
+ *		zklock edges), without ZooKeeper or PostgreSQL: cycles of two and
+ *		three clusters, shared holders, waits on PostgreSQL's own locks,
+ *		other clients' nodes as leaves, the bound on a cycle's length, and,
+ *		on thousands of random graphs checked against a brute-force
+ *		enumeration of their cycles, that a backend is a victim exactly
+ *		when it is the newest zklock request of some cycle.  Prints TAP;
+ *		exits non-zero when a test fails.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lock_rule.h"
+#include "waits_for.h"
+
+static int	tests = 0;
+static int	failures = 0;
+
+static void
+check(int ok, const char *what)
+{
+	tests++;
+	if (!ok)
+		failures++;
+	printf("%sok %d - %s\n", ok ? "" : "not ", tests, what);
+}
+
+/* Backend n of cluster (session) c. */
+static zkl_backend_ref
+be(int c, int n)
+{
+	zkl_backend_ref r;
+
+	r.session = 0x1000 + c;
+	r.pid = 100 + n;
+	return r;
+}
+
+static zkl_wait_edge
+zk_edge(zkl_backend_ref waiter, zkl_backend_ref blocker, int64_t czxid)
+{
+	zkl_wait_edge e;
+
+	e.waiter = waiter;
+	e.blocker = blocker;
+	e.kind = ZKL_WAIT_ZKLOCK;
+	e.czxid = czxid;
+	e.what = 0;
+	return e;
+}
+
+static zkl_wait_edge
+hw_edge(zkl_backend_ref waiter, zkl_backend_ref blocker)
+{
+	zkl_wait_edge e = zk_edge(waiter, blocker, 0);
+
+	e.kind = ZKL_WAIT_HEAVYWEIGHT;
+	return e;
+}
+
+/* Whether cycle (of len edges) is a real cycle of edges from self. */
+static int
+is_cycle_from(const zkl_wait_edge *edges, const int *cycle, int len,
+			  zkl_backend_ref self)
+{
+	if (len <= 0 || !zkl_backend_equal(edges[cycle[0]].waiter, self) ||
+		!zkl_backend_equal(edges[cycle[len - 1]].blocker, self))
+		return 0;
+	for (int i = 1; i < len; i++)
+		if (!zkl_backend_equal(edges[cycle[i - 1]].blocker, edges[cycle[i]].waiter))
+			return 0;
+	return 1;
+}
+
+static int
+victim(const zkl_wait_edge *edges, int n, zkl_backend_ref self, int64_t czxid,
+	   int *cycle)
+{
+	return zkl_deadlock_victim_cycle(edges, n, self, czxid, cycle, ZKL_MAX_CYCLE);
+}
+
+static void
+test_two_clusters(void)
+{
+	/* A1 holds x, waits for y (request 20); B1 holds y, waits for x (30). */
+	zkl_wait_edge g[] = {zk_edge(be(1, 1), be(2, 1), 20), zk_edge(be(2, 1), be(1, 1), 30)};
+	int			cycle[ZKL_MAX_CYCLE];
+	int			len;
+
+	check(victim(g, 2, be(1, 1), 20, cycle) == 0, "two clusters: the older request is no victim");
+	len = victim(g, 2, be(2, 1), 30, cycle);
+	check(len == 2 && is_cycle_from(g, cycle, len, be(2, 1)) && cycle[0] == 1,
+		  "two clusters: the newer request is the victim, cycle of 2 from itself");
+	len = zkl_deadlock_any_cycle(g, 2, be(1, 1), cycle, ZKL_MAX_CYCLE);
+	check(len == 2 && is_cycle_from(g, cycle, len, be(1, 1)),
+		  "two clusters: the older one sees the cycle too");
+	check(victim(g, 1, be(1, 1), 20, cycle) == 0 && victim(g, 1, be(2, 1), 30, cycle) == 0,
+		  "a chain is no cycle");
+}
+
+static void
+test_three_clusters(void)
+{
+	zkl_wait_edge g[] = {
+		zk_edge(be(1, 1), be(2, 1), 5),
+		zk_edge(be(2, 1), be(3, 1), 7),
+		zk_edge(be(3, 1), be(1, 1), 6),
+	};
+	int			cycle[ZKL_MAX_CYCLE];
+	int			len = victim(g, 3, be(2, 1), 7, cycle);
+
+	check(victim(g, 3, be(1, 1), 5, cycle) == 0, "three clusters: the oldest waits on");
+	check(victim(g, 3, be(3, 1), 6, cycle) == 0, "three clusters: the middle one waits on");
+	len = victim(g, 3, be(2, 1), 7, cycle);
+	check(len == 3 && is_cycle_from(g, cycle, len, be(2, 1)),
+		  "three clusters: the newest is the victim, with all three edges");
+}
+
+static void
+test_heavyweight_edge(void)
+{
+	/*
+	 * A1 holds zklock x and waits for a row lock held by A2; A2 waits for x
+	 * (request 9).
+	 */
+	zkl_wait_edge g[] = {hw_edge(be(1, 1), be(1, 2)), zk_edge(be(1, 2), be(1, 1), 9)};
+	int			cycle[ZKL_MAX_CYCLE];
+	int			len = victim(g, 2, be(1, 2), 9, cycle);
+
+	check(len == 2 && is_cycle_from(g, cycle, len, be(1, 2)) &&
+		  g[cycle[1]].kind == ZKL_WAIT_HEAVYWEIGHT,
+		  "mixed cycle: the zklock waiter is the victim, through the row lock's edge");
+
+	/* A waiter on PostgreSQL's lock alone is older than any request. */
+	{
+		zkl_wait_edge h[] = {
+			zk_edge(be(1, 1), be(1, 2), 50),
+			hw_edge(be(1, 2), be(1, 3)),
+			zk_edge(be(1, 3), be(1, 1), 40),
+		};
+
+		check(victim(h, 3, be(1, 1), 50, cycle) == 3 && victim(h, 3, be(1, 3), 40, cycle) == 0,
+			  "a heavyweight member never makes a zklock request older");
+	}
+}
+
+static void
+test_leaves_and_shared(void)
+{
+	int			cycle[ZKL_MAX_CYCLE];
+
+	/* A Curator contender is a blocker with no edges of its own. */
+	{
+		zkl_backend_ref curator = {0x2000, 0};
+		zkl_wait_edge g[] = {zk_edge(be(1, 1), curator, 10), zk_edge(be(2, 1), be(1, 1), 11)};
+
+		check(victim(g, 2, be(1, 1), 10, cycle) == 0 && victim(g, 2, be(2, 1), 11, cycle) == 0,
+			  "another client's contender is a leaf, never a cycle member");
+	}
+
+	/*
+	 * A waits (request 1) for two shared holders B and C, which each wait for
+	 * A: two cycles, each with its own newest request.
+	 */
+	{
+		zkl_wait_edge g[] = {
+			zk_edge(be(1, 1), be(2, 1), 1), zk_edge(be(1, 1), be(3, 1), 1),
+			zk_edge(be(2, 1), be(1, 1), 5), zk_edge(be(3, 1), be(1, 1), 3),
+		};
+
+		check(victim(g, 4, be(1, 1), 1, cycle) == 0, "two cycles: the common oldest member waits on");
+		check(victim(g, 4, be(2, 1), 5, cycle) == 2 && victim(g, 4, be(3, 1), 3, cycle) == 2,
+			  "two cycles: each one's newest request is its victim");
+	}
+
+	/* A cycle elsewhere in the graph is not ours. */
+	{
+		zkl_wait_edge g[] = {
+			zk_edge(be(1, 1), be(2, 1), 100),
+			zk_edge(be(2, 1), be(3, 1), 2), zk_edge(be(3, 1), be(2, 1), 3),
+		};
+
+		check(victim(g, 3, be(1, 1), 100, cycle) == 0 &&
+			  zkl_deadlock_any_cycle(g, 3, be(1, 1), cycle, ZKL_MAX_CYCLE) == 0,
+			  "a waiter behind someone else's cycle is in none");
+	}
+}
+
+static void
+test_bound(void)
+{
+	zkl_wait_edge g[ZKL_MAX_CYCLE + 1];
+	int			cycle[ZKL_MAX_CYCLE + 1];
+	const int	N = ZKL_MAX_CYCLE + 1;
+
+	for (int i = 0; i < N; i++)
+		g[i] = zk_edge(be(i, 1), be((i + 1) % N, 1), i == 0 ? 1000 : i);
+	check(zkl_deadlock_victim_cycle(g, N, be(0, 1), 1000, cycle, N) == N,
+		  "a cycle of 17 is found when the bound allows 17");
+	check(zkl_deadlock_victim_cycle(g, N, be(0, 1), 1000, cycle, ZKL_MAX_CYCLE) == 0,
+		  "a cycle longer than the bound is not seen");
+}
+
+/* ---- random graphs against brute force ---- */
+
+static uint32_t rng = 2463534242u;
+
+static uint32_t
+next_random(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 17;
+	rng ^= rng << 5;
+	return rng;
+}
+
+/* Backends in a random graph. */
+#define NB 6
+
+/*
+ * Brute force: whether some simple cycle through self has self's request
+ * as its newest zklock request.  adj[i][j]: i waits for j; czxid[i] == 0
+ * for a backend waiting on a PostgreSQL lock.
+ */
+static int
+brute_victim(int adj[NB][NB], const int64_t *czxid, int self, int at, int *on_path)
+{
+	for (int j = 0; j < NB; j++)
+	{
+		if (!adj[at][j])
+			continue;
+		if (j == self)
+			return 1;
+		if (on_path[j] || czxid[j] >= czxid[self])
+			continue;
+		on_path[j] = 1;
+		if (brute_victim(adj, czxid, self, j, on_path))
+			return 1;
+		on_path[j] = 0;
+	}
+	return 0;
+}
+
+static void
+test_random_graphs(void)
+{
+	int			mismatches = 0;
+	int			unsound = 0;
+
+	for (int round = 0; round < 5000; round++)
+	{
+		int			adj[NB][NB];
+		int64_t		czxid[NB];
+		zkl_wait_edge edges[NB * NB];
+		int			nedges = 0;
+
+		memset(adj, 0, sizeof(adj));
+		for (int i = 0; i < NB; i++)
+		{
+			/* Distinct czxids; about one backend in four waits on a row lock. */
+			czxid[i] = (next_random() % 4 == 0) ? 0 : 1 + i + NB * (int64_t) (next_random() % 50);
+			for (int j = 0; j < NB; j++)
+				if (i != j && next_random() % 5 == 0)
+				{
+					adj[i][j] = 1;
+					edges[nedges++] = czxid[i] ? zk_edge(be(i, 0), be(j, 0), czxid[i])
+						: hw_edge(be(i, 0), be(j, 0));
+				}
+		}
+		for (int i = 0; i < NB; i++)
+		{
+			int			on_path[NB] = {0};
+			int			cycle[ZKL_MAX_CYCLE];
+			int			expect,
+						got;
+
+			if (czxid[i] == 0)
+				continue;
+			on_path[i] = 1;
+			expect = brute_victim(adj, czxid, i, i, on_path);
+			got = zkl_deadlock_victim_cycle(edges, nedges, be(i, 0), czxid[i], cycle, ZKL_MAX_CYCLE);
+			if ((got > 0) != expect)
+				mismatches++;
+			if (got > 0)
+			{
+				if (!is_cycle_from(edges, cycle, got, be(i, 0)))
+					unsound++;
+				for (int k = 1; k < got; k++)
+					if (edges[cycle[k]].czxid >= czxid[i])
+						unsound++;
+			}
+		}
+
+	}
+	check(mismatches == 0, "5000 random graphs: a backend is a victim exactly when it is the newest request of a cycle");
+	check(unsound == 0, "5000 random graphs: every cycle returned is a real cycle of older members");
+}
+
+/*
+ * Graphs with exactly one cycle: a simple cycle over some backends, and
+ * edges out of it and among the others that only go forward (so they close
+ * no second cycle).  Exactly one member gives up, the newest request.
+ */
+static void
+test_one_cycle_one_victim(void)
+{
+	int			wrong = 0;
+
+	for (int round = 0; round < 2000; round++)
+	{
+		int			k = 2 + next_random() % (NB - 1);	/* cycle members 0..k-1 */
+		int64_t		czxid[NB];
+		zkl_wait_edge edges[NB * NB];
+		int			nedges = 0;
+		int			victims = 0;
+		int			newest = -1;
+
+		for (int i = 0; i < NB; i++)
+			czxid[i] = (i > 0 && next_random() % 3 == 0) ? 0 : 1 + i + NB * (int64_t) (next_random() % 50);
+		for (int i = 0; i < k; i++)
+		{
+			edges[nedges++] = czxid[i] ? zk_edge(be(i, 0), be((i + 1) % k, 0), czxid[i])
+				: hw_edge(be(i, 0), be((i + 1) % k, 0));
+			if (czxid[i] && (newest < 0 || czxid[i] > czxid[newest]))
+				newest = i;
+		}
+		for (int i = 0; i < NB; i++)
+			for (int j = k > i + 1 ? k : i + 1; j < NB; j++)
+				if (next_random() % 3 == 0)
+					edges[nedges++] = czxid[i] ? zk_edge(be(i, 0), be(j, 0), czxid[i])
+						: hw_edge(be(i, 0), be(j, 0));
+		for (int i = 0; i < NB; i++)
+		{
+			int			cycle[ZKL_MAX_CYCLE];
+
+			if (czxid[i] &&
+				zkl_deadlock_victim_cycle(edges, nedges, be(i, 0), czxid[i], cycle, ZKL_MAX_CYCLE) > 0)
+			{
+				victims++;
+				if (i != newest)
+					wrong++;
+			}
+		}
+		if (victims != 1)
+			wrong++;
+	}
+	check(wrong == 0, "2000 graphs with one cycle: exactly one victim each, its newest request");
+}
+
+/* ---- the lock rule's blockers: the graph's zklock edges ---- */
+
+static void
+test_blockers(void)
+{
+	const char *dir[] = {
+		"_c_a-__READ__0000000001",	/* shared holder */
+		"_c_b-__READ__0000000002",	/* shared holder */
+		"_c_c-__WRIT__0000000003",	/* writer waiting for both */
+		"_c_d-__READ__0000000004",	/* reader waiting for the writer */
+		"4f1b__lock__0000000005",	/* kazoo writer */
+	};
+	int			b[8];
+	int			n;
+
+	n = zkl_blockers(dir, 5, dir[2], NULL, 0, b, 8);
+	check(n == 2 && b[0] == 0 && b[1] == 1, "a writer's blockers are every node ahead");
+	n = zkl_blockers(dir, 5, dir[3], NULL, 0, b, 8);
+	check(n == 1 && b[0] == 2, "a reader's blockers are the writers ahead only");
+	n = zkl_blockers(dir, 5, dir[4], NULL, 0, b, 8);
+	check(n == 4, "a kazoo writer at the end waits for all four");
+	n = zkl_blockers(dir, 5, dir[0], NULL, 0, b, 8);
+	check(n == 0, "a holder has no blockers");
+	n = zkl_blockers(dir, 5, dir[4], NULL, 0, b, 2);
+	check(n == 4 && b[0] == 0 && b[1] == 1, "at most max_blockers are written, all are counted");
+	{
+		const char *ours[] = {"_c_a-__READ__0000000001"};
+
+		n = zkl_blockers(dir, 5, dir[2], ours, 1, b, 8);
+		check(n == 1 && b[0] == 1, "a backend's own node is not its blocker");
+	}
+	n = zkl_blockers(dir, 5, "_c_z-lock-0000000009", NULL, 0, b, 8);
+	check(n == 0, "a request absent from the listing has no blockers");
+}
+
+int
+main(void)
+{
+	test_two_clusters();
+	test_three_clusters();
+	test_heavyweight_edge();
+	test_leaves_and_shared();
+	test_bound();
+	test_random_graphs();
+	test_one_cycle_one_victim();
+	test_blockers();
+	printf("1..%d\n", tests);
+	return failures == 0 ? 0 : 1;
+}
