@@ -207,10 +207,11 @@ is($s->query_safe("SELECT zk_lock_acquire_xact('pgb-abandoned') > 0"), 't',
 	'abandoned: a client of a transaction pool takes a transaction-scope lock');
 is(lock_state($node_a, $pid, 'pgb-abandoned'), 'held', 'abandoned: zk_locks shows it held');
 $s->quit;
-wait_until(sub { $node_a->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE name = 'pgb-abandoned'") eq '0' },
-	30, 'the lock to go with the client');
-is($node_a->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE pid = $pid"), '0',
+ok(wait_until(sub { $node_a->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE pid = $pid") eq '0' },
+		30, 'the backend to end'),
 	'abandoned: pgbouncer closed the server connection left in a transaction');
+is($node_a->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE name = 'pgb-abandoned'"), '0',
+	'abandoned: zk_locks of cluster a shows the lock gone');
 is(sql_sqlstate($node_b, "SELECT zk_lock_acquire('pgb-abandoned', '10s')"), 'ok',
 	'abandoned: cluster b takes the lock');
 
