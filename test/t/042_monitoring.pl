@@ -1,0 +1,283 @@
+# Monitoring with Debian's prometheus-postgres-exporter and the queries file
+# monitoring/zklock_queries.yaml, as README's "Monitoring: the Prometheus
+# exporter" sets it up: the exporter runs as a role with pg_monitor and the
+# grants "Installing" gives monitoring_role, and the test reads /metrics
+# over HTTP as Prometheus would.
+#  (1) Control: without the zklock grants the queries fail, and the exporter
+#      says so (pg_exporter_last_scrape_error 1, no zklock metric): the
+#      error metric the later steps rely on can show a failure.
+#  (2) With the documented grants: a session hold, a shared hold, a
+#      transaction hold and a waiter give exactly those counts by state,
+#      mode and scope (every other combination 0), the counters equal
+#      zk_status()'s, and the session state is connected.
+#  (3) An operator deletes the transaction hold's node: the hold is counted
+#      lost, and lost_total follows zk_status().lost.
+#  (4) ZooKeeper stopped: the exporter still answers without a query error,
+#      the session state is the one zk_status() shows (not connected), and
+#      the counts are still there; ZooKeeper back: connected again.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
+use ZklockTest;
+use ZklockTest::Cleanup qw(@holders);
+use Test::More;
+use PostgreSQL::Test::Utils;
+use HTTP::Tiny;
+use POSIX ();
+
+my $exporter_bin = '/usr/bin/prometheus-postgres-exporter';
+plan skip_all => "$exporter_bin is not installed (test/install-deps.sh installs it)"
+  unless -x $exporter_bin;
+my $queries = "$FindBin::RealBin/../../monitoring/zklock_queries.yaml";
+-r $queries or BAIL_OUT("no queries file at $queries");
+
+my $zk = zk_start(1);
+my $a = zklock_node('a', $zk, session_timeout => '4s');
+
+# The exporter's role: pg_monitor now, zklock's grants after the control.
+$a->safe_psql('postgres', 'CREATE ROLE monitoring_role LOGIN; GRANT pg_monitor TO monitoring_role');
+
+# ---------------------------------------------------------------------
+# The exporter, on a free loopback port, stopped by pid however the test
+# ends (ZklockTest::Cleanup calls ->crash on what is in @holders).
+# ---------------------------------------------------------------------
+{
+
+	package ExporterProcess;
+
+	sub crash
+	{
+		my ($self) = @_;
+		return unless $self->{pid};
+		kill 'TERM', $self->{pid};
+		waitpid($self->{pid}, 0);
+		$self->{pid} = 0;
+		return;
+	}
+}
+
+my $port = PostgreSQL::Test::Cluster::get_free_port();
+my $exporter_log = "$PostgreSQL::Test::Utils::log_path/042_exporter.log";
+my $dsn = 'host=' . $a->host . ' port=' . $a->port . ' user=monitoring_role dbname=postgres sslmode=disable';
+my @cmd = (
+	$exporter_bin,               "--web.listen-address=127.0.0.1:$port",
+	"--extend.query-path=$queries", '--disable-default-metrics',
+	'--disable-settings-metrics', '--no-collector.database',
+	'--no-collector.bgwriter',    '--log.level=debug');
+note "exporter: DATA_SOURCE_NAME='$dsn' @cmd";
+my $pid = fork // die "fork: $!";
+if ($pid == 0)
+{
+	open(STDOUT, '>>', $exporter_log) or POSIX::_exit(126);
+	open(STDERR, '>&', \*STDOUT) or POSIX::_exit(126);
+	$ENV{DATA_SOURCE_NAME} = $dsn;
+	exec(@cmd) or POSIX::_exit(127);
+}
+my $exporter = bless { pid => $pid }, 'ExporterProcess';
+push @holders, $exporter;
+
+my $http = HTTP::Tiny->new(timeout => 10);
+
+# One scrape: { 'name{label="v",...}' => value } with the labels sorted,
+# without the label server="host:port" that the exporter adds to the series
+# of its queries (collected in {server}{name}), and the metrics' types in
+# {type}{name}; undef when the exporter does not answer.
+sub scrape
+{
+	my $r = $http->get("http://127.0.0.1:$port/metrics");
+	return undef unless $r->{success};
+	# The last scrape, for a failed test.
+	open(my $fh, '>', "$PostgreSQL::Test::Utils::log_path/042_last_scrape.txt") or die $!;
+	print $fh $r->{content};
+	close $fh;
+	my %m = (type => {}, server => {});
+	for my $line (split /\n/, $r->{content})
+	{
+		if ($line =~ /^# TYPE (\S+) (\S+)$/)
+		{
+			$m{type}{$1} = $2;
+			next;
+		}
+		next if $line =~ /^#/ || $line !~ /\S/;
+		my ($name, $labels, $value) = $line =~ /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/
+		  or die "unparsed metric line: $line";
+		my @l = ($labels // '') =~ /([a-zA-Z_]\w*="(?:[^"\\]|\\.)*")/g;
+		for (@l)
+		{
+			$m{server}{$name}{$1} = 1 if /^server="(.*)"$/;
+		}
+		@l = grep { !/^server=/ } @l;
+		$m{ $name . (@l ? '{' . join(',', sort @l) . '}' : '') } = $value;
+	}
+	return \%m;
+}
+
+# The series of one metric: { 'label="v",...' => value }.
+sub series
+{
+	my ($m, $name) = @_;
+	my %s;
+	for my $k (keys %$m)
+	{
+		$s{$1 // ''} = $m->{$k} if $k =~ /^\Q$name\E(?:\{(.*)\})?$/;
+	}
+	return \%s;
+}
+
+# zk_locks grouped as the exporter labels it, from a superuser session:
+# { 'mode="...",scope="...",state="..."' => count }.
+sub zk_locks_groups
+{
+	my $out = $a->safe_psql('postgres', 'SELECT mode, scope, state, count(*) FROM zk_locks GROUP BY 1, 2, 3');
+	my %g;
+	for (split /\n/, $out)
+	{
+		my ($mode, $scope, $state, $n) = split /\|/;
+		$g{qq{mode="$mode",scope="$scope",state="$state"}} = $n;
+	}
+	return \%g;
+}
+
+# The nonzero series of zklock_locks_count.
+sub nonzero_counts
+{
+	my ($m) = @_;
+	my $s = series($m, 'zklock_locks_count');
+	return { map { $_ => $s->{$_} } grep { $s->{$_} != 0 } keys %$s };
+}
+
+my $m;
+wait_until(sub { $m = scrape() }, 30, 'the exporter answers on /metrics')
+  or BAIL_OUT("the exporter does not answer; see $exporter_log");
+
+# ---------------------------------------------------------------------
+# (1) Control: pg_monitor alone cannot run zk_status() or read zk_locks.
+# ---------------------------------------------------------------------
+is($m->{pg_up}, 1, '(1) pg_up is 1: the exporter reaches PostgreSQL');
+is($m->{pg_exporter_last_scrape_error}, 1, '(1) without the zklock grants the scrape reports a query error');
+is(scalar(grep { /^zklock_/ } keys %$m), 0, '(1) and no zklock metric');
+
+# ---------------------------------------------------------------------
+# (2) The documented grants; holds of each kind and a waiter.
+# ---------------------------------------------------------------------
+$a->safe_psql(
+	'postgres', q{
+GRANT EXECUTE ON FUNCTION zk_locks_internal(), zk_status(), zk_semaphore_contenders(text) TO monitoring_role;
+GRANT SELECT ON zk_locks TO monitoring_role;
+});
+
+my $s1 = bg_session($a);
+$s1->query_safe("SELECT zk_lock_acquire('m1'); SELECT zk_lock_acquire_shared('sh')");
+my $s3 = bg_session($a);
+my $s3_pid = $s3->query_safe('SELECT pg_backend_pid()');
+$s3->query_safe("BEGIN; SELECT zk_lock_acquire_xact('x1')");
+my $w = queue_waiter($a, $zk, 'm1', '120s');
+
+$m = scrape();
+is($m->{pg_exporter_last_scrape_error}, 0, '(2) with the documented grants no query fails');
+my $st = zk_status_of($a);
+my $locks = series($m, 'zklock_locks_count');
+is(scalar(keys %$locks), 45, '(2) a series for each of the 5 states x 3 modes x 3 scopes');
+is_deeply(
+	nonzero_counts($m),
+	{
+		'mode="exclusive",scope="session",state="held"'     => 1,
+		'mode="shared",scope="session",state="held"'        => 1,
+		'mode="exclusive",scope="transaction",state="held"' => 1,
+		'mode="exclusive",scope="session",state="waiting"'  => 1,
+	},
+	'(2) holds=3 (session, shared, transaction) and waits=1, every other count 0');
+is_deeply(nonzero_counts($m), zk_locks_groups(), '(2) the counts are zk_locks grouped by state, mode and scope');
+cmp_ok(series($m, 'zklock_locks_max_age_seconds')->{'mode="exclusive",scope="session",state="waiting"'},
+	'>', 0, '(2) the waiter has an age');
+is(series($m, 'zklock_locks_max_age_seconds')->{'mode="exclusive",scope="session",state="lost"'},
+	0, '(2) an empty combination has age 0');
+
+is_deeply(
+	series($m, 'zklock_session_state'),
+	{
+		'state="connected"'  => 1,
+		'state="connecting"' => 0,
+		'state="suspended"'  => 0,
+		'state="expired"'    => 0,
+		'state="no worker"'  => 0,
+	},
+	'(2) session state: connected 1, the others 0');
+
+# Counters: three acquires happened; each counter equals zk_status()'s read
+# right after the scrape (nothing acquires or releases in between, and
+# heartbeats are not counted).
+is($m->{zklock_status_acquired_total}, 3, '(2) acquired_total counts the three grants');
+for my $c (qw(acquired released timeouts cancels lost zk_requests release_requests
+	watch_events handoffs handoff_requests))
+{
+	is($m->{"zklock_status_${c}_total"}, $st->{$c}, "(2) zklock_status_${c}_total = zk_status().$c ($st->{$c})");
+}
+is($m->{zklock_status_slots_used}, $st->{slots_used}, "(2) slots_used = zk_status().slots_used ($st->{slots_used})");
+is($m->{zklock_status_slots_max}, 1024, '(2) slots_max = zklock.max_locks');
+is($m->{zklock_status_session_timeout_seconds}, $st->{negotiated_timeout} / 1000, '(2) session_timeout_seconds');
+my @zklock_metrics = sort grep { /^zklock_/ } keys %{ $m->{type} };
+is_deeply(
+	{ map { $_ => $m->{type}{$_} } @zklock_metrics },
+	{ map { $_ => (/_total$/ ? 'counter' : 'gauge') } @zklock_metrics },
+	'(2) the *_total metrics are counters, the others gauges');
+is(scalar(@zklock_metrics), 18, '(2) 18 zklock metrics');
+is_deeply(
+	[ sort map { keys %{ $m->{server}{$_} } } @zklock_metrics ],
+	[ (join(':', $a->host, $a->port)) x 18 ],
+	'(2) each carries the label server="host:port" of its cluster');
+cmp_ok($m->{zklock_status_zk_requests_total} - $m->{zklock_status_release_requests_total},
+	'>=', $m->{zklock_status_acquired_total}, '(2) at least one request per acquire');
+
+# ---------------------------------------------------------------------
+# (3) A lost hold.
+# ---------------------------------------------------------------------
+my $x1_node = held_znode($a, $s3_pid, 'x1');
+ok(zk_delete($zk, $x1_node), '(3) an operator deletes the transaction hold\'s node');
+wait_until(sub { lock_state($a, $s3_pid, 'x1') eq 'lost' }, 15, 'x1 turns lost');
+$m = scrape();
+is(series($m, 'zklock_locks_count')->{'mode="exclusive",scope="transaction",state="lost"'},
+	1, '(3) the lost hold is counted lost');
+is(series($m, 'zklock_locks_count')->{'mode="exclusive",scope="transaction",state="held"'},
+	0, '(3) and no longer held');
+is($m->{zklock_status_lost_total}, 1, '(3) lost_total = 1');
+is($m->{zklock_status_lost_total}, zk_status_of($a)->{lost}, '(3) lost_total = zk_status().lost');
+is_deeply(nonzero_counts($m), zk_locks_groups(), '(3) the counts are zk_locks grouped');
+
+# ---------------------------------------------------------------------
+# (4) ZooKeeper down: the queries still answer.
+# ---------------------------------------------------------------------
+zk_stop_one($zk, 1);
+wait_until(sub { zk_status_of($a)->{state} ne 'connected' }, 30, 'the worker notices ZooKeeper is gone');
+$m = scrape();
+my $state = zk_status_of($a)->{state};
+note "session state with ZooKeeper down: $state";
+ok(defined $m, '(4) the exporter answers with ZooKeeper down');
+is($m->{pg_up}, 1, '(4) pg_up is 1');
+is($m->{pg_exporter_last_scrape_error}, 0, '(4) no query error');
+is(series($m, 'zklock_session_state')->{qq{state="$state"}}, 1, "(4) session state $state is 1");
+is(series($m, 'zklock_session_state')->{'state="connected"'}, 0, '(4) connected is 0');
+my $one = grep { $_ == 1 } values %{ series($m, 'zklock_session_state') };
+is($one, 1, '(4) exactly one state is 1');
+is_deeply(nonzero_counts($m), zk_locks_groups(), '(4) the counts are still zk_locks grouped');
+is($m->{zklock_status_acquired_total}, 3, '(4) the counters are still there');
+
+zk_start_one($zk, 1);
+wait_until(sub { zk_status_of($a)->{state} eq 'connected' }, 60, 'the worker reconnects');
+$m = scrape();
+is(series($m, 'zklock_session_state')->{'state="connected"'}, 1, '(4) ZooKeeper back: connected is 1 again');
+is($m->{pg_exporter_last_scrape_error}, 0, '(4) ZooKeeper back: no query error');
+
+$exporter->crash;
+ok(!defined scrape(), 'the exporter is stopped');
+
+$s3->query('ROLLBACK');
+$s3->quit;
+$s1->query_safe('SELECT zk_lock_release_all()');
+waiter_grant($w);
+$w->{s}->quit;
+$s1->quit;
+
+done_testing();
