@@ -1,8 +1,10 @@
 # Monitoring with Debian's prometheus-postgres-exporter and the queries file
 # monitoring/zklock_queries.yaml, as README's "Monitoring: the Prometheus
-# exporter" sets it up: the exporter runs as a role with pg_monitor and the
-# grants "Installing" gives monitoring_role, and the test reads /metrics
-# over HTTP as Prometheus would.
+# exporter" sets it up: the exporter logs in as a role with pg_monitor that
+# is a member of monitoring_role, which has the grants of "Installing" and
+# nothing else, with the DSN and flags README gives (the exporter's own
+# metrics included), and the test reads /metrics over HTTP as Prometheus
+# would.
 #  (1) Control: without the zklock grants the queries fail, and the exporter
 #      says so (pg_exporter_last_scrape_error 1, no zklock metric): the
 #      error metric the later steps rely on can show a failure.
@@ -36,8 +38,10 @@ my $queries = "$FindBin::RealBin/../../monitoring/zklock_queries.yaml";
 my $zk = zk_start(1);
 my $a = zklock_node('a', $zk, session_timeout => '4s');
 
-# The exporter's role: pg_monitor now, zklock's grants after the control.
-$a->safe_psql('postgres', 'CREATE ROLE monitoring_role LOGIN; GRANT pg_monitor TO monitoring_role');
+# The exporter logs in as prometheus, with pg_monitor for its own metrics;
+# zklock's grants go to monitoring_role, of which prometheus becomes a
+# member after the control.
+$a->safe_psql('postgres', 'CREATE ROLE monitoring_role; CREATE ROLE prometheus LOGIN IN ROLE pg_monitor');
 
 # ---------------------------------------------------------------------
 # The exporter, on a free loopback port, stopped by pid however the test
@@ -60,12 +64,11 @@ $a->safe_psql('postgres', 'CREATE ROLE monitoring_role LOGIN; GRANT pg_monitor T
 
 my $port = PostgreSQL::Test::Cluster::get_free_port();
 my $exporter_log = "$PostgreSQL::Test::Utils::log_path/042_exporter.log";
-my $dsn = 'host=' . $a->host . ' port=' . $a->port . ' user=monitoring_role dbname=postgres sslmode=disable';
-my @cmd = (
-	$exporter_bin,               "--web.listen-address=127.0.0.1:$port",
-	"--extend.query-path=$queries", '--disable-default-metrics',
-	'--disable-settings-metrics', '--no-collector.database',
-	'--no-collector.bgwriter',    '--log.level=debug');
+# README's DATA_SOURCE_NAME, on the node's socket (lib/pq uses no SSL there).
+my $dsn = 'host=' . $a->host . ' port=' . $a->port . ' user=prometheus dbname=postgres';
+# As README runs it: the exporter's own metrics stay on, so that a query
+# error of theirs under this role would show too.
+my @cmd = ($exporter_bin, "--web.listen-address=127.0.0.1:$port", "--extend.query-path=$queries");
 note "exporter: DATA_SOURCE_NAME='$dsn' @cmd";
 my $pid = fork // die "fork: $!";
 if ($pid == 0)
@@ -158,6 +161,7 @@ wait_until(sub { $m = scrape() }, 30, 'the exporter answers on /metrics')
 is($m->{pg_up}, 1, '(1) pg_up is 1: the exporter reaches PostgreSQL');
 is($m->{pg_exporter_last_scrape_error}, 1, '(1) without the zklock grants the scrape reports a query error');
 is(scalar(grep { /^zklock_/ } keys %$m), 0, '(1) and no zklock metric');
+like(slurp_file($exporter_log), qr/permission denied for function zk_status/, '(1) the exporter logs why');
 
 # ---------------------------------------------------------------------
 # (2) The documented grants; holds of each kind and a waiter.
@@ -166,6 +170,7 @@ $a->safe_psql(
 	'postgres', q{
 GRANT EXECUTE ON FUNCTION zk_locks_internal(), zk_status(), zk_semaphore_contenders(text) TO monitoring_role;
 GRANT SELECT ON zk_locks TO monitoring_role;
+GRANT monitoring_role TO prometheus;
 });
 
 my $s1 = bg_session($a);
@@ -228,8 +233,14 @@ is_deeply(
 	[ sort map { keys %{ $m->{server}{$_} } } @zklock_metrics ],
 	[ (join(':', $a->host, $a->port)) x 18 ],
 	'(2) each carries the label server="host:port" of its cluster');
-cmp_ok($m->{zklock_status_zk_requests_total} - $m->{zklock_status_release_requests_total},
-	'>=', $m->{zklock_status_acquired_total}, '(2) at least one request per acquire');
+# README's "Performance" figure, from the metrics as the PromQL of README's
+# monitoring section computes it, and from zk_status() as its SQL does.
+is( sprintf('%.2f',
+		($m->{zklock_status_zk_requests_total} - $m->{zklock_status_release_requests_total}) /
+		  $m->{zklock_status_acquired_total}),
+	$a->safe_psql('postgres',
+		'SELECT round((zk_requests - release_requests)::numeric / nullif(acquired, 0), 2) FROM zk_status()'),
+	'(2) requests per acquire from the metrics = README\'s SQL on zk_status()');
 
 # ---------------------------------------------------------------------
 # (3) A lost hold.
