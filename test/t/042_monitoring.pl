@@ -17,6 +17,7 @@
 #  (4) ZooKeeper stopped: the exporter still answers without a query error,
 #      the session state is the one zk_status() shows (not connected), and
 #      the counts are still there; ZooKeeper back: connected again.
+#  (5) PostgreSQL stopped: pg_up 0 and no zklock series, as README says.
 use strict;
 use warnings FATAL => 'all';
 
@@ -281,14 +282,20 @@ $m = scrape();
 is(series($m, 'zklock_session_state')->{'state="connected"'}, 1, '(4) ZooKeeper back: connected is 1 again');
 is($m->{pg_exporter_last_scrape_error}, 0, '(4) ZooKeeper back: no query error');
 
-$exporter->crash;
-ok(!defined scrape(), 'the exporter is stopped');
-
 $s3->query('ROLLBACK');
 $s3->quit;
 $s1->query_safe('SELECT zk_lock_release_all()');
 waiter_grant($w);
 $w->{s}->quit;
 $s1->quit;
+
+# PostgreSQL away: pg_up says so, and the zklock series are gone.
+$a->stop;
+$m = scrape();
+is($m->{pg_up}, 0, '(5) PostgreSQL stopped: pg_up is 0');
+is(scalar(grep { /^zklock_/ } keys %$m), 0, '(5) and no zklock metric');
+
+$exporter->crash;
+ok(!defined scrape(), 'the exporter is stopped');
 
 done_testing();
