@@ -14,7 +14,7 @@
 # 55P03 and applies nothing.  The session-scope variant
 # (transaction_per_migration) serialises the same way.  Control: the same
 # two deployers of one database, run at the same time without the lock
-# (-x zklock=off), break the deploy.
+# (-x zklock=off), break the deploy, where with the lock they do not.
 use strict;
 use warnings FATAL => 'all';
 
@@ -219,34 +219,51 @@ wait_until(sub { !zk_ls($zk, "/zklock/$LOCK") && $b->safe_psql('postgres', 'SELE
 	30, 'the session-scope lock released')
   and pass('the session-scope lock is released after the run');
 
-# --- Control: the lock switched off (-x zklock=off).  The database is
-# stamped at base (alembic_version exists, empty); the test locks that
-# table so that both deployers read the version before either applies a
-# revision, as deployers started at once can, then lets them go.
-$a->safe_psql('postgres', 'CREATE DATABASE ctl');
-$a->safe_psql('ctl', 'CREATE EXTENSION zklock');
-my $stamp = deploy_finish(deploy_start('ctl-stamp', $a, 'ctl', 'stamp base', 'zklock=off'));
-is($stamp->{rc}, 0, 'control: database stamped at base');
-my $hold = bg_session($a, dbname => 'ctl');
-$hold->query_safe('BEGIN; LOCK TABLE alembic_version IN ACCESS EXCLUSIVE MODE');
-my @ctl = map { deploy_start("ctl-$_", $a, 'ctl', 'upgrade head', 'zklock=off') } 1, 2;
-wait_until(
-	sub {
-		$a->safe_psql('postgres',
-			"SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'ctl-_' AND wait_event_type = 'Lock'"
-		) eq '2' || grep { deploy_ended($_) } @ctl;
-	},
-	60,
-	'both control deployers reading alembic_version');
-$hold->query_safe('COMMIT');
-deploy_finish($_) for @ctl;
-my ($ctl_revs) = split /\|/, applied($a, 'ctl');
-note("control: exit codes @{[ map { $_->{rc} } @ctl ]}, upgrades run: "
-	  . join('; ', map { "$_->{name}: $_->{upgrades}" } @ctl) . ", revisions committed: $ctl_revs");
-ok((grep { $_->{rc} != 0 } @ctl) || $ctl_revs ne '0001 0002 0003',
-	'control: without the lock the deploy goes wrong (a deployer fails, or a revision is applied twice)');
-is(scalar(grep { $_->{upgrades} =~ /^->0001/ } @ctl), 2, 'control: both deployers started applying 0001');
+# --- Control: two deployers of one database race, with the lock and
+# without it (-x zklock=off).  The database is stamped at base
+# (alembic_version exists, empty) and the test locks that table, so that
+# without zklock both deployers read the version before either applies a
+# revision, as deployers started at once can; then it lets them go.  With
+# zklock the first waits for the table holding the lock, the second for
+# the lock.
+sub race
+{
+	my ($db, @x) = @_;
+	$a->safe_psql('postgres', "CREATE DATABASE $db");
+	$a->safe_psql($db, 'CREATE EXTENSION zklock');
+	my $stamp = deploy_finish(deploy_start("$db-stamp", $a, $db, 'stamp base', @x));
+	is($stamp->{rc}, 0, "$db: database stamped at base");
+	my $hold = bg_session($a, dbname => $db);
+	$hold->query_safe('BEGIN; LOCK TABLE alembic_version IN ACCESS EXCLUSIVE MODE');
+	my @d = map { deploy_start("$db-$_", $a, $db, 'upgrade head', @x) } 1, 2;
+	wait_until(
+		sub {
+			$a->safe_psql('postgres',
+				"SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE '$db-_' "
+				  . "AND wait_event_type IN ('Lock', 'Extension')") eq '2'
+			  || grep { deploy_ended($_) } @d;
+		},
+		60,
+		"$db: both deployers waiting");
+	$hold->query_safe('COMMIT');
+	$hold->quit;
+	deploy_finish($_) for @d;
+	my ($revs) = split /\|/, applied($a, $db);
+	note("$db: exit codes @{[ map { $_->{rc} } @d ]}, upgrades run: "
+		  . join('; ', map { "$_->{name}: $_->{upgrades}" } @d) . ", revisions committed: $revs");
+	return ($revs, @d);
+}
+
+my ($revs, @on) = race('race_zklock');
+is(join(' ', map { $_->{rc} } @on), '0 0', 'with zklock: both deployers exit 0');
+is(join(' ', sort map { $_->{upgrades} || 'none' } @on), "$HEAD_RUN none", 'with zklock: one ran the three upgrades, the other none');
+is(applied($a, 'race_zklock'), '0001 0002 0003|1|t', 'with zklock: each revision applied once, in order, by one backend');
+
+my @off;
+($revs, @off) = race('race_nolock', 'zklock=off');
+is(scalar(grep { $_->{upgrades} =~ /^->0001/ } @off), 2, 'without zklock: both deployers start applying 0001');
+ok((grep { $_->{rc} != 0 } @off) || $revs ne '0001 0002 0003',
+	'without zklock: the deploy goes wrong (a deployer fails, or a revision is applied twice)');
 
 $gate->quit;
-$hold->quit;
 done_testing();
