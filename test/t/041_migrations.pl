@@ -125,7 +125,7 @@ sub wait_queued
 		60,
 		'deployers ' . join(' ', map { $_->{name} } @deployers) . ' queued for the lock');
 	is(join(' ', sort split ' ', $queue), join(' ', sort map { $_->{name} } @deployers),
-		'all ' . scalar(@deployers) . ' deployers wait for the lock at once');
+		'waiting for the lock at once: ' . join(' ', map { $_->{name} } @deployers));
 	return $queue;
 }
 
@@ -145,6 +145,24 @@ sub version_of
 {
 	my ($node, $db) = @_;
 	return $node->safe_psql($db, 'SELECT coalesce(string_agg(version_num, \' \'), \'\') FROM alembic_version');
+}
+
+# The README shows the recipe's files: each piece of its alembic.ini and
+# env.py blocks (pieces are separated by "..." lines) is in the file run here.
+{
+	my $readme = slurp_file("$recipe/../../README.md");
+	my ($section) = $readme =~ /^### Migrations: alembic\n(.*?)^### /ms;
+	my %block;
+	@block{qw(ini python)} = map { ($section // '') =~ /^```$_\n(.*?)^```/ms ? $1 : '' } qw(ini python);
+	for my $f (['ini', "$recipe/alembic.ini"], ['python', "$recipe/migrations/env.py"])
+	{
+		my ($lang, $file) = @$f;
+		my $text = slurp_file($file);
+		my @pieces = grep { /\S/ } split /^(?:#\s*)?\.\.\..*\n/m, $block{$lang};
+		my @missing = grep { index($text, $_) < 0 } @pieces;
+		ok(@pieces && !@missing, "the README's $lang block is the recipe's " . ($file =~ s{.*/examples/}{examples/}r))
+		  or diag("not in $file:\n" . join("\n--\n", @missing));
+	}
 }
 
 my $gate = bg_session($a);
