@@ -207,6 +207,7 @@ is( $a->safe_psql('postgres',
 		  . "'$window{$after}[1]'::timestamptz <= '$window{$before}[0]'::timestamptz"),
 	't|f',
 	'the two clusters\' deploys did not overlap; the cluster queued first (' . uc($before) . ') deployed first');
+note("deploy windows: A $window{a}[0] to $window{a}[1], B $window{b}[0] to $window{b}[1]");
 wait_until(sub { !zk_ls($zk, "/zklock/$LOCK") }, 30, 'no lock node left in ZooKeeper')
   and pass('no lock node left in ZooKeeper');
 is($_->safe_psql('postgres', 'SELECT count(*) FROM zk_locks'), '0', uc($_->name) . ': zk_locks is empty')
