@@ -13,6 +13,11 @@ PGFILEDESC = "zklock - ZooKeeper distributed locks"
 
 SHLIB_LINK = -lzookeeper_mt -lpthread
 PG_CPPFLAGS = -I$(srcdir)/src
+# An out-of-tree build (make VPATH=..., as Debian's pg_buildext does in
+# build-15/) writes the objects to src/ of the build directory: make it.
+ifdef VPATH
+$(shell mkdir -p src)
+endif
 
 # Suites need a server started with zklock preloaded and a ZooKeeper
 # (test/run_all.sh sets both up).

@@ -5,6 +5,8 @@
 # cluster and ZooKeeper, then the TAP tests in test/t.  Everything runs in a
 # temporary copy of the tree; every server started is stopped by pid at exit.
 # Unit tests of the pure code (test/unit) run after the build, before any server.
+# The last stage builds the Debian package, installs it into the system and
+# runs the pg_regress suite against it (test/package.sh).
 # The last line printed is "N passed, N failed"; the exit status is non-zero
 # if anything failed.  ZKLOCK_KEEP_WORK=1 keeps the work directory even on
 # success (it is always kept on failure, for the logs).  ZKLOCK_TAP=PATTERN
@@ -33,8 +35,10 @@ FAILED_STAGES=()
 
 say() { printf '\n==== %s ====\n' "$*"; }
 
-# shellcheck disable=SC2119 # no background children of its own to stop
-cleanup_on_exit
+# The package stage's script and the tail that shows its log, while they run.
+PACKAGE_PID=
+TAIL_PID=
+cleanup_on_exit PACKAGE_PID TAIL_PID
 
 stage_failed() {
 	FAILED_STAGES+=("$1")
@@ -288,5 +292,26 @@ else
 	FAILED=$((FAILED + 1))
 	stage_failed "bench-smoke"
 fi
+
+# The Debian package (test/package.sh): built from the checkout with
+# dpkg-buildpackage, installed with apt-get, the pg_regress suite run
+# against the installed files, then the package removed and the system's
+# zklock files put back.  It installs into the system, so it runs as root
+# (or through sudo) rather than as the run user, and last, so that no other
+# stage meets the package.  Its checks print pg_regress's result lines.
+# It runs in the background, so that a signal to us stops it (and it, its
+# servers) at once; tail shows its log meanwhile.
+say "debian package"
+rc=0
+bash "$TOP/test/package.sh" >"$WORK/package.log" 2>&1 &
+PACKAGE_PID=$!
+tail -n +1 -f --pid="$PACKAGE_PID" "$WORK/package.log" &
+TAIL_PID=$!
+wait "$PACKAGE_PID" || rc=$?
+wait "$TAIL_PID" || true
+PACKAGE_PID=
+TAIL_PID=
+add_counts "$(count_pg_regress "$WORK/package.log" "$rc")" debian-package
+[ "$rc" -eq 0 ] || stage_failed debian-package
 
 finish
