@@ -11,7 +11,8 @@
 #    records its minute there.  In that minute exactly one cluster did the
 #    work; the others skipped, turned away by the lock (the server log says
 #    so) or finding the minute done; every run succeeded in
-#    cron.job_run_details.  The control, the same job scheduled without
+#    cron.job_run_details.  A late run in the same minute gets the lock and
+#    finds the minute done.  The control, the same job scheduled without
 #    run_on_one_host at the same minute, was done by more than one cluster.
 # 2. A host-side scheduler (what cron and psql on three hosts do): a shell
 #    loop per cluster runs the job through psql every 0.5 s; the job works
@@ -226,6 +227,14 @@ for my $n (@names)
 my @unguarded = split /\n/, store_rows('unguarded');
 cmp_ok(scalar(@unguarded), '>', 1, "control: without the lock the job was done by more than one cluster (@unguarded)");
 note 'guarded outcomes: ' . join(', ', map { "$_ " . join('/', @{ $outcome{rollup}{$_} // [] }) } @names);
+
+# A host whose schedule fires late, in the same minute (seconds after the
+# boundary): the lock is free, and the job finds its minute done.
+my $late = (grep { $_ ne ($done[0] // '') } @names)[0];
+is($node{$late}->safe_psql('postgres', $guarded), 't', "a late run of the guarded job on $late gets the lock");
+is($node{$late}->safe_psql('postgres', "SELECT period || ' ' || outcome FROM batch_log ORDER BY t_start DESC LIMIT 1"),
+	"$period done already", '... and finds the minute done in the shared data');
+is(store_rows('rollup'), $done[0], '... which still has one run of the minute');
 
 # --- host-side: the running host dies mid-job -----------------------------------
 
