@@ -15,18 +15,8 @@
 #include <string.h>
 
 #include "lock_rule.h"
+#include "unit_tap.h"
 
-static int	tests = 0;
-static int	failures = 0;
-
-static void
-check(int ok, const char *what)
-{
-	tests++;
-	if (!ok)
-		failures++;
-	printf("%sok %d - %s\n", ok ? "" : "not ", tests, what);
-}
 
 /* ---- names ---- */
 
@@ -332,8 +322,5 @@ main(void)
 	test_odd_listings();
 	test_wrap();
 	test_handoff();
-	printf("1..%d\n", tests);
-	if (failures)
-		printf("# %d of %d tests failed\n", failures, tests);
-	return failures ? 1 : 0;
+	return tap_done();
 }

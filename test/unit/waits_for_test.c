@@ -18,19 +18,9 @@
 #include <string.h>
 
 #include "lock_rule.h"
+#include "unit_tap.h"
 #include "waits_for.h"
 
-static int	tests = 0;
-static int	failures = 0;
-
-static void
-check(int ok, const char *what)
-{
-	tests++;
-	if (!ok)
-		failures++;
-	printf("%sok %d - %s\n", ok ? "" : "not ", tests, what);
-}
 
 /* Backend n of cluster (session) c. */
 static zkl_backend_ref
@@ -400,6 +390,5 @@ main(void)
 	test_random_graphs();
 	test_one_cycle_one_victim();
 	test_blockers();
-	printf("1..%d\n", tests);
-	return failures == 0 ? 0 : 1;
+	return tap_done();
 }
