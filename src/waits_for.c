@@ -42,7 +42,8 @@ typedef struct zkl_cycle_search
 	int64_t		self_czxid;
 	int		   *path;
 	int			max_path;
-	bool	   *explored;		/* per edge: its blocker was searched from */
+	int		   *explored;		/* per edge: its blocker was searched from at
+								 * this depth (+ 1), or 0 */
 } zkl_cycle_search;
 
 bool
@@ -65,12 +66,18 @@ zkl_wait_czxid(const zkl_wait_edge *edges, int nedges, zkl_backend_ref backend)
 	return czxid;
 }
 
-/* Whether the search has already gone on from backend. */
+/*
+ * Whether the search has already gone on from backend at this depth or a
+ * shallower one: it found no way back to self within the bound then, and
+ * will not now.  Reached at a shallower depth, it is searched again, with
+ * more of the bound left.
+ */
 static bool
-zkl_explored(const zkl_cycle_search *s, zkl_backend_ref backend)
+zkl_explored(const zkl_cycle_search *s, zkl_backend_ref backend, int depth)
 {
 	for (int i = 0; i < s->nedges; i++)
-		if (s->explored[i] && zkl_backend_equal(s->edges[i].blocker, backend))
+		if (s->explored[i] != 0 && s->explored[i] <= depth + 1 &&
+			zkl_backend_equal(s->edges[i].blocker, backend))
 			return true;
 	return false;
 }
@@ -78,8 +85,9 @@ zkl_explored(const zkl_cycle_search *s, zkl_backend_ref backend)
 /*
  * Depth-first from the blocker of path[depth - 1] (or self at depth 0):
  * the length of a path back to self, or 0.  A backend already searched
- * from is not searched again: whether it leads back to self does not
- * depend on the path that reached it.
+ * from, at this depth or a shallower one, is not searched again: whether it
+ * leads back to self does not depend on the path that reached it, only on
+ * how much of the bound is left.
  */
 static int
 zkl_search_from(zkl_cycle_search *s, zkl_backend_ref at, int depth)
@@ -94,12 +102,12 @@ zkl_search_from(zkl_cycle_search *s, zkl_backend_ref at, int depth)
 		s->path[depth] = i;
 		if (zkl_backend_equal(e->blocker, s->self))
 			return depth + 1;
-		if (depth + 1 >= s->max_path || zkl_explored(s, e->blocker))
+		if (depth + 1 >= s->max_path || zkl_explored(s, e->blocker, depth + 1))
 			continue;
 		if (s->only_older &&
 			zkl_wait_czxid(s->edges, s->nedges, e->blocker) >= s->self_czxid)
 			continue;
-		s->explored[i] = true;
+		s->explored[i] = depth + 2;
 		found = zkl_search_from(s, e->blocker, depth + 1);
 		if (found > 0)
 			return found;
@@ -111,7 +119,7 @@ static int
 zkl_find_cycle(const zkl_wait_edge *edges, int nedges, zkl_backend_ref self,
 			   bool only_older, int64_t self_czxid, int *cycle, int max_cycle)
 {
-	bool		explored[ZKL_MAX_WAIT_EDGES];
+	int			explored[ZKL_MAX_WAIT_EDGES];
 	zkl_cycle_search s;
 
 	if (nedges > ZKL_MAX_WAIT_EDGES)
@@ -147,7 +155,8 @@ zkl_deadlock_victim_cycle(const zkl_wait_edge *edges, int nedges,
 
 /*
  * Any cycle through self, whoever its victim: for counting deadlocks seen
- * and for showing them.  Same result as zkl_deadlock_victim_cycle.
+ * and for showing them.  Returns its length and edges as
+ * zkl_deadlock_victim_cycle does.
  */
 int
 zkl_deadlock_any_cycle(const zkl_wait_edge *edges, int nedges,

@@ -196,6 +196,24 @@ test_bound(void)
 		  "a cycle of 17 is found when the bound allows 17");
 	check(zkl_deadlock_victim_cycle(g, N, be(0, 1), 1000, cycle, ZKL_MAX_CYCLE) == 0,
 		  "a cycle longer than the bound is not seen");
+
+	/*
+	 * N is first reached on a long path, where the bound cuts the search
+	 * short, then on a short one, where the cycle through it fits.
+	 */
+	{
+		zkl_wait_edge h[] = {
+			zk_edge(be(0, 1), be(1, 1), 100),	/* self -> A */
+			zk_edge(be(1, 1), be(2, 1), 1), /* A -> N */
+			zk_edge(be(0, 1), be(2, 1), 100),	/* self -> N */
+			zk_edge(be(2, 1), be(3, 1), 2), /* N -> M */
+			zk_edge(be(3, 1), be(0, 1), 3), /* M -> self */
+		};
+		int			len = zkl_deadlock_victim_cycle(h, 5, be(0, 1), 100, cycle, 3);
+
+		check(len == 3 && is_cycle_from(h, cycle, len, be(0, 1)),
+			  "a backend cut short deep in the search is searched again when reached nearer");
+	}
 }
 
 /* ---- random graphs against brute force ---- */
