@@ -2,7 +2,8 @@
 
 MODULE_big = zklock
 OBJS = src/zklock.o src/shmem.o src/encode.o src/worker.o src/requests.o src/session_file.o src/lock_rule.o src/recipe.o \
-	src/backend.o src/contenders.o src/functions.o src/semaphore.o src/fence.o
+	src/backend.o src/contenders.o src/functions.o src/semaphore.o src/fence.o \
+	src/waits_for.o src/deadlock.o
 
 EXTENSION = zklock
 DATA = zklock--1.0.sql zklock--1.0--1.1.sql

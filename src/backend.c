@@ -72,10 +72,20 @@ static bool zkl_commit_waiting = false; /* our slots say commit_waiting */
 static int	zkl_wait_slotno = -1;
 static uint32 zkl_wait_generation = 0;
 
+/* A read or revocation asked of the worker meanwhile (zkl_ask_worker). */
+static int	zkl_ask_slotno = -1;
+static uint32 zkl_ask_generation = 0;
+
+/* The publication of the wait, once it lasted deadlock_timeout. */
+static int	zkl_pub_slotno = -1;
+static uint32 zkl_pub_generation = 0;
+static int64 zkl_pub_token = 0; /* czxid of the request it names */
+
 static void zkl_xact_callback(XactEvent event, void *arg);
 static void zkl_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								 SubTransactionId parentSubid, void *arg);
 static void zkl_backend_exit(int code, Datum arg);
+static int	zkl_claim_slot(const char *name, const char *dir, TimestampTz start);
 
 static ProcessUtility_hook_type prev_process_utility = NULL;
 
@@ -273,10 +283,69 @@ zkl_give_up(int slotno, uint32 generation, bool counts_as_cancel)
 static void
 zkl_cancel_wait(bool counts_as_cancel)
 {
+	zkl_end_publication();
+	if (zkl_ask_slotno >= 0)
+		zkl_give_up(zkl_ask_slotno, zkl_ask_generation, false);
+	zkl_ask_slotno = -1;
 	if (zkl_wait_slotno < 0)
 		return;
 	zkl_give_up(zkl_wait_slotno, zkl_wait_generation, counts_as_cancel);
 	zkl_wait_slotno = -1;
+}
+
+/*
+ * Publish the request being waited for (zkl_wait_slotno), so that deadlock
+ * detectors of every cluster find what this backend waits for: the worker
+ * writes an ephemeral node under zklock.root's ".waits" (ZKL_OP_PUBLISH),
+ * which lasts until zkl_end_publication.  A publication that names an
+ * older node of the request (the session changed) is replaced.  Nothing
+ * waits for the worker: its requests for this backend go out in order, so
+ * the publication precedes every read the detection asks for next.
+ */
+void
+zkl_publish_wait(void)
+{
+	zkl_slot   *wait;
+	zkl_slot   *slot;
+	int			slotno;
+	int64		token;
+	char	   *dir;
+
+	if (zkl_wait_slotno < 0)
+		return;
+	wait = &zkl_shared->slots[zkl_wait_slotno];
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	token = wait->generation == zkl_wait_generation && wait->state == ZKL_SLOT_WAITING &&
+		wait->node[0] != '\0' ? wait->token : 0;
+	LWLockRelease(zkl_shared->lock);
+	if (token == 0 || (zkl_pub_slotno >= 0 && token == zkl_pub_token))
+		return;
+
+	zkl_end_publication();
+	dir = zkl_waits_dir();
+	slotno = zkl_claim_slot(wait->name, dir, GetCurrentTimestamp());
+	slot = &zkl_shared->slots[slotno];
+	slot->inspect = true;
+	slot->op = ZKL_OP_PUBLISH;
+	slot->sibling_slotno = zkl_wait_slotno;
+	slot->sibling_generation = zkl_wait_generation;
+	zkl_pub_slotno = slotno;
+	zkl_pub_generation = slot->generation;
+	zkl_pub_token = token;
+	zkl_queue_push(slotno);
+	LWLockRelease(zkl_shared->lock);
+	zkl_wake_worker();
+	pfree(dir);
+}
+
+/* The wait is over: its publication, if any, is deleted. */
+void
+zkl_end_publication(void)
+{
+	if (zkl_pub_slotno < 0)
+		return;
+	zkl_give_up(zkl_pub_slotno, zkl_pub_generation, false);
+	zkl_pub_slotno = -1;
 }
 
 static void
@@ -481,8 +550,6 @@ zkl_submit_slot(int slotno)
 	zkl_queue_push(slotno);
 	LWLockRelease(zkl_shared->lock);
 	zkl_wake_worker();
-	zkl_wait_slotno = slotno;
-	zkl_wait_generation = generation;
 	return generation;
 }
 
@@ -511,6 +578,8 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 	if (node)
 		strlcpy(slot->node, node, sizeof(slot->node));
 	generation = zkl_submit_slot(slotno);
+	zkl_ask_slotno = slotno;
+	zkl_ask_generation = generation;
 	for (;;)
 	{
 		zkl_slot_state state;
@@ -528,7 +597,7 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 
 		if (state == ZKL_SLOT_HELD || state == ZKL_SLOT_FAILED)
 		{
-			zkl_wait_slotno = -1;
+			zkl_ask_slotno = -1;
 			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 			if (slot->generation == generation)
 				zkl_slot_clear(slot);
@@ -565,6 +634,7 @@ static void zkl_report_failed(const char *name, const char *dir, int zk_rc) pg_a
 static void zkl_report_timeout(const char *name, int64 timeout_ms, bool connected,
 							   bool behind) pg_attribute_noreturn();
 static void zkl_report_no_session(const char *name, int64 try_wait_ms) pg_attribute_noreturn();
+static void zkl_report_deadlock(const char *name, const char *cycle) pg_attribute_noreturn();
 
 /*
  * Describe a new request of this backend, claim a slot for it and hand it
@@ -602,6 +672,8 @@ zkl_post_request(const char *name, const char *dir, zkl_mode mode, int permits, 
 	strlcpy(slot->uuid, uuid, sizeof(slot->uuid));
 	strlcpy(slot->data, data, sizeof(slot->data));
 	*generation = zkl_submit_slot(slotno);
+	zkl_wait_slotno = slotno;
+	zkl_wait_generation = *generation;
 	return slotno;
 }
 
@@ -649,6 +721,22 @@ zkl_report_timeout(const char *name, int64 timeout_ms, bool connected, bool behi
 }
 
 /*
+ * This request is the victim of a cycle of waits (deadlock.c): it gives up,
+ * as a timeout would, and says what the cycle was.
+ */
+static void
+zkl_report_deadlock(const char *name, const char *cycle)
+{
+	zkl_cancel_wait(false);
+	zkl_count(deadlocks_found);
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
+			 errmsg("deadlock detected"),
+			 errdetail_internal("%s", cycle),
+			 errhint("Take ZooKeeper locks in the same order everywhere, or take them as one set with zk_lock_acquire(text[]).")));
+}
+
+/*
  * No session came in time: within zklock.connect_timeout, or within
  * try_wait_ms (>= 0) when a try's own bound was shorter.
  */
@@ -676,10 +764,17 @@ zkl_report_no_session(const char *name, int64 try_wait_ms)
  */
 static bool
 zkl_await_grant(const char *name, const char *dir, int slotno, uint32 generation,
-				bool try_only, TimestampTz start, TimestampTz deadline, int64 timeout_ms,
-				int64 session_wait_ms, int64 *token)
+				bool try_only, bool detect, TimestampTz start, TimestampTz deadline,
+				int64 timeout_ms, int64 session_wait_ms, int64 *token)
 {
 	zkl_slot   *slot = &zkl_shared->slots[slotno];
+
+	/*
+	 * A wait that lasts deadlock_timeout looks for a cycle, and again after
+	 * each.
+	 */
+	TimestampTz next_check = detect && DeadlockTimeout > 0 ?
+	TimestampTzPlusMilliseconds(start, DeadlockTimeout) : 0;
 
 	for (;;)
 	{
@@ -709,6 +804,7 @@ zkl_await_grant(const char *name, const char *dir, int slotno, uint32 generation
 		{
 			/* The worker deletes the node and frees the slot. */
 			zkl_wait_slotno = -1;
+			zkl_end_publication();
 			if (!try_only)
 				elog(ERROR, "zklock slot %d was taken away from a waiting request", slotno);
 			return false;
@@ -731,6 +827,20 @@ zkl_await_grant(const char *name, const char *dir, int slotno, uint32 generation
 			zkl_report_timeout(name, timeout_ms, session == ZKL_SESSION_CONNECTED, behind);
 		if (deadline != 0)
 			wake = now < deadline ? deadline : proof_until;
+
+		if (next_check != 0 && now >= next_check && session == ZKL_SESSION_CONNECTED)
+		{
+			char	   *cycle = zkl_deadlock_check(slotno, generation, name);
+
+			if (cycle)
+				zkl_report_deadlock(name, cycle);
+			now = GetCurrentTimestamp();
+			next_check = TimestampTzPlusMilliseconds(now, DeadlockTimeout);
+			/* What happened meanwhile is looked at before sleeping. */
+			continue;
+		}
+		if (next_check != 0 && (wake == 0 || next_check < wake))
+			wake = next_check;
 
 		if (session != ZKL_SESSION_CONNECTED)
 		{
@@ -799,7 +909,8 @@ zkl_request(const char *name, zkl_mode mode, int permits, bool xact, bool try_on
 	if (mode == ZKL_MODE_SEMAPHORE)
 		dir = psprintf("%s/locks", dir);
 	slotno = zkl_post_request(name, dir, mode, permits, xact, try_only, start, &generation);
-	if (!zkl_await_grant(name, dir, slotno, generation, try_only, start, deadline, timeout_ms,
+	if (!zkl_await_grant(name, dir, slotno, generation, try_only,
+						 !try_only && mode != ZKL_MODE_SEMAPHORE, start, deadline, timeout_ms,
 						 session_wait_ms, token))
 		return false;
 
@@ -814,6 +925,7 @@ zkl_request(const char *name, zkl_mode mode, int permits, bool xact, bool try_on
 	lock->xact_count = 0;
 	lock->token = *token;
 	zkl_wait_slotno = -1;
+	zkl_end_publication();
 	if (xact)
 	{
 		lock->xact_count = 1;

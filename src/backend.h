@@ -11,6 +11,7 @@
 #include "fmgr.h"
 #include "storage/dsm.h"
 
+#include "lock_rule.h"
 #include "zklock.h"
 
 /* What a backend holds of a name; the value is its key letter. */
@@ -30,13 +31,43 @@ extern bool zkl_release_session(text *name, zkl_mode mode);
 extern void zkl_release_all_session(void);
 extern bool zkl_held_token(text *name, int64 *token);
 extern bool zkl_session_proven(int *timeout_ms, TimestampTz *until);
+extern void zkl_publish_wait(void);
+extern void zkl_end_publication(void);
 extern int	zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *node,
 						   dsm_handle reply);
 
 /* contenders.c */
+/* One child of the directory, as the worker read it. */
+typedef struct zkl_contender
+{
+	zkl_contender_name name;	/* sequence number and mode */
+	int64		czxid;
+	int64		session;		/* ephemeralOwner: the owner's session */
+	int64		ctime;			/* when the node was created, ms since 1970 */
+	int32		pid;			/* of a zklock node's backend, else 0 */
+	char	   *node;
+	char	   *data;
+	int			data_len;
+	bool		is_zklock;		/* the data is zklock's description */
+	Datum		holder;			/* zklock's JSON as jsonb, or 0 */
+	bool		held;			/* by the lock rule */
+	char	   *owner;			/* "<system identifier>:<host>:<port>:<pid>"
+								 * of a zklock node; a standby shares the
+								 * identifier */
+} zkl_contender;
+
+extern dsm_segment *zkl_fetch_directory(const char *name, const char *dir);
+extern zkl_contender *zkl_read_contenders(const char *name, const char *dir, bool leases, int *count);
+extern Datum zkl_try_jsonb(const char *data);
+extern char *zkl_holder_field(Datum holder, const char *key);
+extern const char *zkl_client_of(const zkl_contender *c, bool is_zklock);
 extern void zkl_list_contenders(FunctionCallInfo fcinfo, text *name);
 extern bool zkl_verify_token(text *name, int64 token);
 extern int	zkl_revoke_holders(text *name);
 extern void zkl_list_semaphore(FunctionCallInfo fcinfo, text *name);
+
+/* deadlock.c */
+extern char *zkl_deadlock_check(int slotno, uint32 generation, const char *name);
+extern void zkl_list_waits_for(FunctionCallInfo fcinfo);
 
 #endif							/* ZKLOCK_BACKEND_H */

@@ -27,22 +27,6 @@
 #include "backend.h"
 #include "lock_rule.h"
 
-/* One child of the directory, as the worker read it. */
-typedef struct zkl_contender
-{
-	zkl_contender_name name;	/* sequence number and mode */
-	int64		czxid;
-	char	   *node;
-	char	   *data;
-	int			data_len;
-	bool		is_zklock;		/* the data is zklock's description */
-	Datum		holder;			/* zklock's JSON as jsonb, or 0 */
-	bool		held;			/* by the lock rule */
-	char	   *owner;			/* "<system identifier>:<host>:<port>:<pid>"
-								 * of a zklock node; a standby shares the
-								 * identifier */
-} zkl_contender;
-
 static int
 zkl_cmp_contenders(const void *a, const void *b)
 {
@@ -87,7 +71,7 @@ zkl_json_fits_database(const char *data, int len)
  * numeric's range, an escape of U+0000): any client can write any data, and
  * one odd node must not break the listing of the others.
  */
-static Datum
+Datum
 zkl_try_jsonb(const char *data)
 {
 	MemoryContext cxt = CurrentMemoryContext;
@@ -115,7 +99,7 @@ zkl_try_jsonb(const char *data)
 }
 
 /* A text field of our JSON description, or NULL. */
-static char *
+char	   *
 zkl_holder_field(Datum holder, const char *key)
 {
 	Jsonb	   *jb = DatumGetJsonbP(holder);
@@ -146,7 +130,7 @@ zkl_contender_held(zkl_contender *all, int n, int i, const char **names, const c
 	return zkl_decide(names, n, all[i].node, ours, nours).verdict == ZKL_VERDICT_HELD;
 }
 
-static const char *
+const char *
 zkl_client_of(const zkl_contender *c, bool is_zklock)
 {
 	if (is_zklock)
@@ -174,7 +158,7 @@ zkl_data_text(const char *data, int len)
 }
 
 /* Ask the worker, growing the segment until the reply fits. */
-static dsm_segment *
+dsm_segment *
 zkl_fetch_directory(const char *name, const char *dir)
 {
 	Size		capacity = 64 * 1024;
@@ -246,6 +230,9 @@ zkl_contenders_of(zkl_inspect_reply *reply, bool leases, int *count)
 		c->data = pnstrdup(p + sizeof(zkl_inspect_entry) + e->name_len, e->data_len);
 		c->data_len = e->data_len;
 		c->czxid = e->czxid;
+		c->session = e->owner;
+		c->ctime = e->ctime;
+		c->pid = 0;
 		c->holder = (Datum) 0;
 		c->owner = NULL;
 		c->is_zklock = zkl_is_zklock_json(c->data, c->data_len);
@@ -259,6 +246,8 @@ zkl_contenders_of(zkl_inspect_reply *reply, bool leases, int *count)
 				char	   *port = zkl_holder_field(c->holder, "port");
 				char	   *pid = zkl_holder_field(c->holder, "pid");
 
+				if (pid)
+					c->pid = (int32) strtol(pid, NULL, 10);
 				if (sysid && pid)
 					c->owner = psprintf("%s:%s:%s:%s", sysid, host ? host : "",
 										port ? port : "", pid);
@@ -277,7 +266,7 @@ zkl_contenders_of(zkl_inspect_reply *reply, bool leases, int *count)
  * The contenders of lock name (whose directory is dir) in queue order,
  * each marked held or not by the lock rule; *count gets how many.
  */
-static zkl_contender *
+zkl_contender *
 zkl_read_contenders(const char *name, const char *dir, bool leases, int *count)
 {
 	dsm_segment *seg;

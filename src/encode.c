@@ -84,6 +84,18 @@ zkl_lock_dir(const char *name, int len)
 }
 
 /*
+ * The directory of published waits (deadlock.c): a leading "." is escaped
+ * in every encoded name, so no lock's directory can be this one.
+ */
+char	   *
+zkl_waits_dir(void)
+{
+	if (strcmp(zkl_root, "/") == 0)
+		return pstrdup("/.waits");
+	return psprintf("%s/.waits", zkl_root);
+}
+
+/*
  * Bytes of text in encoding src_encoding, as text of the current database:
  * as they are when they are ASCII, or valid here and of this database's
  * encoding; otherwise each non-ASCII byte and each '%' as %XX.

@@ -36,6 +36,7 @@ PG_FUNCTION_INFO_V1(zk_lock_check);
 PG_FUNCTION_INFO_V1(zk_lock_path);
 PG_FUNCTION_INFO_V1(zk_locks);
 PG_FUNCTION_INFO_V1(zk_status);
+PG_FUNCTION_INFO_V1(zk_waits_for);
 PG_FUNCTION_INFO_V1(zk_lock_verify);
 PG_FUNCTION_INFO_V1(zk_lock_revoke);
 PG_FUNCTION_INFO_V1(zk_semaphore_acquire);
@@ -401,8 +402,8 @@ Datum
 zk_status(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[18];
-	bool		nulls[18] = {0};
+	Datum		values[20];
+	bool		nulls[20] = {0};
 	int			used;
 	zkl_shared_state *s;
 
@@ -438,9 +439,20 @@ zk_status(PG_FUNCTION_ARGS)
 	values[15] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.release_requests));
 	values[16] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.handoffs));
 	values[17] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.handoff_requests));
+	/* zklock 1.1 declares 18 columns: its descriptor takes only those. */
+	values[18] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.deadlock_checks));
+	values[19] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.deadlocks_found));
 	LWLockRelease(s->lock);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* The waits-for edges this cluster can see (deadlock.c). */
+Datum
+zk_waits_for(PG_FUNCTION_ARGS)
+{
+	zkl_list_waits_for(fcinfo);
+	return (Datum) 0;
 }
 
 /* Whether the contender whose czxid is token holds lock name now. */

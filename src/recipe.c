@@ -192,6 +192,7 @@ static void zkl_send_create(int slotno, zkl_slot *slot, bool with_parents);
 static void zkl_send_listing(int slotno, zkl_slot *slot, zkl_event_kind kind);
 static void zkl_inspect_start(int slotno, zkl_slot *slot);
 static void zkl_inspect_free(zkl_work *work);
+static void zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite);
 
 /* What zk_lock_contenders has read so far of one directory. */
 typedef struct zkl_inspection
@@ -200,6 +201,8 @@ typedef struct zkl_inspection
 	int			nreplied;		/* getData answers come in the order sent */
 	char	  **children;
 	int64	   *czxid;
+	int64	   *owner;			/* ephemeralOwner */
+	int64	   *ctime;
 	char	  **data;
 	int		   *data_len;
 	bool	   *gone;			/* deleted between the listing and the read */
@@ -622,6 +625,7 @@ zkl_release(int slotno, zkl_slot *slot, zkl_slot_state state)
 		case ZKL_PH_WATCHING:
 		case ZKL_PH_HELD:
 		case ZKL_PH_LEASE_WAITING:
+		case ZKL_PH_PUBLISHED:
 			work->retry = false;
 			zkl_send_delete(slotno, slot);
 			return true;
@@ -919,6 +923,8 @@ zkl_inspect_free(zkl_work *work)
 	{
 		pfree(in->children);
 		pfree(in->czxid);
+		pfree(in->owner);
+		pfree(in->ctime);
 		pfree(in->data);
 		pfree(in->data_len);
 		pfree(in->gone);
@@ -935,6 +941,11 @@ static void
 zkl_inspect_start(int slotno, zkl_slot *slot)
 {
 	zkl_works[slotno].phase = ZKL_PH_INSPECTING;
+	if (slot->op == ZKL_OP_PUBLISH)
+	{
+		zkl_publish_wait(slotno, slot, false);
+		return;
+	}
 	if (slot->op == ZKL_OP_REVOKE)
 	{
 		char	   *path = zkl_child_path(slot, slot->node);
@@ -1008,6 +1019,8 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 				if (in->gone[i])
 					continue;
 				e->czxid = in->czxid[i];
+				e->owner = in->owner[i];
+				e->ctime = in->ctime[i];
 				e->name_len = name_len;
 				e->data_len = in->data_len[i];
 				memcpy(out + sizeof(zkl_inspect_entry), in->children[i], name_len);
@@ -1052,6 +1065,8 @@ zkl_inspect_result(int slotno, zkl_slot *slot, zkl_event *ev)
 		{
 			in->children = palloc(sizeof(char *) * n);
 			in->czxid = palloc0(sizeof(int64) * n);
+			in->owner = palloc0(sizeof(int64) * n);
+			in->ctime = palloc0(sizeof(int64) * n);
 			in->data = palloc0(sizeof(char *) * n);
 			in->data_len = palloc0(sizeof(int) * n);
 			in->gone = palloc0(sizeof(bool) * n);
@@ -1078,6 +1093,8 @@ zkl_inspect_result(int slotno, zkl_slot *slot, zkl_event *ev)
 		else
 		{
 			in->czxid[i] = ev->czxid;
+			in->owner[i] = ev->owner;
+			in->ctime[i] = ev->ctime;
 			in->data_len[i] = Min(ev->data_len, ZKL_MAX_INSPECT_DATA);
 			if (in->data_len[i] > 0)
 			{
@@ -1088,6 +1105,131 @@ zkl_inspect_result(int slotno, zkl_slot *slot, zkl_event *ev)
 	}
 	if (in != NULL && in->nreplied == in->nchildren)
 		zkl_inspect_finish(slotno, slot);
+}
+
+/* ---- a backend's lasting wait, published for deadlock detection ---- */
+
+/* The waits directory was created (or found) by this worker. */
+static bool zkl_waits_dir_made = false;
+
+/* A JSON string of ASCII bytes; others, which paths of ours lack, as \u00XX. */
+static void
+zkl_json_bytes(StringInfo buf, const char *s)
+{
+	appendStringInfoChar(buf, '"');
+	for (; *s; s++)
+	{
+		unsigned char c = (unsigned char) *s;
+
+		if (c == '"' || c == '\\')
+			appendStringInfo(buf, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7F)
+			appendStringInfo(buf, "\\u%04x", c);
+		else
+			appendStringInfoChar(buf, (char) c);
+	}
+	appendStringInfoChar(buf, '"');
+}
+
+/*
+ * Publish what the backend's waiting request (the slot's sibling) waits
+ * for, as the ephemeral node <root>/.waits/<session>-<pid>: its data names
+ * the request's directory, node and czxid, and carries the request's own
+ * description.  A wait that ended, or whose node is not known yet, is
+ * answered with nothing published.  overwrite: the node exists (left by an
+ * earlier worker in this session), so its data is written instead.
+ */
+static void
+zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite)
+{
+	zkl_slot   *wait = NULL;
+	StringInfoData data;
+	char	   *path;
+	bool		waiting;
+	bool		free_it = false;
+
+	if (slot->sibling_slotno >= 0 && slot->sibling_slotno < zkl_shared->nslots)
+		wait = &zkl_shared->slots[slot->sibling_slotno];
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	waiting = wait != NULL && wait->generation == slot->sibling_generation &&
+		wait->state == ZKL_SLOT_WAITING && wait->node[0] != '\0';
+	if (waiting)
+	{
+		initStringInfo(&data);
+		appendStringInfoString(&data, "{\"lock_dir\":");
+		zkl_json_bytes(&data, wait->dir);
+		appendStringInfoString(&data, ",\"lock_node\":");
+		zkl_json_bytes(&data, wait->node);
+		appendStringInfo(&data, ",\"czxid\":" INT64_FORMAT ",\"request\":%s}",
+						 wait->token, wait->data[0] == '{' ? wait->data : "{}");
+		snprintf(slot->node, sizeof(slot->node), "%016llx-%d",
+				 (unsigned long long) zkl_shared->session_id, slot->pid);
+	}
+	else if (slot->wanted)
+		slot->state = ZKL_SLOT_HELD;
+	else
+		free_it = true;
+	LWLockRelease(zkl_shared->lock);
+
+	if (!waiting)
+	{
+		zkl_end_work(&zkl_works[slotno]);
+		if (free_it)
+			zkl_free_slot(slotno);
+		return;
+	}
+
+	path = zkl_child_path(slot, slot->node);
+	if (overwrite)
+		zkl_check_sent(slotno, zoo_aset(zkl_zh, path, data.data, data.len, -1, zkl_stat_done,
+										zkl_ctx(ZKL_EV_PUBLISHED, slotno)));
+	else
+	{
+		if (!zkl_waits_dir_made || zkl_works[slotno].parent_attempts > 0)
+			zkl_check_sent(slotno, zoo_acreate(zkl_zh, slot->dir, NULL, -1, zkl_acl(), ZOO_PERSISTENT,
+											   zkl_void_string_done, zkl_ctx(ZKL_EV_IGNORE, slotno)));
+		zkl_waits_dir_made = true;
+		zkl_check_sent(slotno, zoo_acreate(zkl_zh, path, data.data, data.len, zkl_acl(), ZOO_EPHEMERAL,
+										   zkl_void_string_done, zkl_ctx(ZKL_EV_PUBLISHED, slotno)));
+	}
+	pfree(path);
+	pfree(data.data);
+}
+
+/* The wait node was written: the backend may give it up from now on. */
+static void
+zkl_on_published(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	zkl_work   *work = &zkl_works[slotno];
+
+	/* A node of this name is ours: take it over, or delete it unwanted. */
+	if (ev->rc == ZNODEEXISTS && wanted)
+	{
+		zkl_publish_wait(slotno, slot, true);
+		return;
+	}
+	if ((ev->rc == ZNODEEXISTS || ev->rc == ZOK) && !wanted)
+	{
+		zkl_send_delete(slotno, slot);
+		return;
+	}
+	if (ev->rc == ZNONODE && work->parent_attempts < 3)
+	{
+		work->parent_attempts++;
+		zkl_publish_wait(slotno, slot, false);
+		return;
+	}
+	if (ev->rc != ZOK)
+	{
+		zkl_request_failed(slotno, ev->rc);
+		return;
+	}
+	work->phase = ZKL_PH_PUBLISHED;
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (slot->state == ZKL_SLOT_WAITING)
+		slot->state = ZKL_SLOT_HELD;
+	LWLockRelease(zkl_shared->lock);
 }
 
 /* ---- what each event does, by the slot's phase (see the table above) ---- */
@@ -1319,6 +1461,7 @@ static const struct
 	{ZKL_EV_INSPECT_CHILDREN, ZKL_PH_INSPECTING, false, zkl_on_inspected},
 	{ZKL_EV_INSPECT_DATA, ZKL_PH_INSPECTING, false, zkl_on_inspected},
 	{ZKL_EV_REVOKE_SET, ZKL_PH_INSPECTING, false, zkl_on_inspected},
+	{ZKL_EV_PUBLISHED, ZKL_PH_INSPECTING, false, zkl_on_published},
 	{ZKL_EV_LEASE_CREATED, ZKL_PH_LEASING, false, zkl_on_lease_created},
 	{ZKL_EV_LEASES, ZKL_PH_LEASING, false, zkl_on_leases},
 	{ZKL_EV_LEASE_STAT, ZKL_PH_LEASING, false, zkl_on_lease_stat},
@@ -1416,7 +1559,8 @@ zkl_session_lost(void)
 		}
 		LWLockRelease(zkl_shared->lock);
 
-		if (state == ZKL_SLOT_HELD)
+		/* A read's answer or a published wait (inspect) is no lock to lose. */
+		if (state == ZKL_SLOT_HELD && !slot->inspect)
 			zkl_mark_lost(i, "the ZooKeeper session ended");
 		zkl_end_work(work);
 		work->lease_unsure = false;
@@ -1463,9 +1607,18 @@ zkl_adopt_slots(void)
 		LWLockRelease(zkl_shared->lock);
 
 		work->opgen = 1;
+		if (slot->inspect && slot->op == ZKL_OP_PUBLISH && known && state != ZKL_SLOT_WAITING)
+		{
+			/* A published wait stays until given up, then is deleted. */
+			work->phase = state == ZKL_SLOT_HELD ? ZKL_PH_PUBLISHED : ZKL_PH_DELETING;
+			work->retry = state != ZKL_SLOT_HELD;
+			if (work->retry)
+				zkl_mark_pending(i);
+			continue;
+		}
 		if (slot->inspect)
 		{
-			/* A read of a directory just starts over. */
+			/* A read of a directory, or a publication, just starts over. */
 			if (state == ZKL_SLOT_WAITING || state == ZKL_SLOT_RELEASING)
 				zkl_mark_pending(i);
 			continue;

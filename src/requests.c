@@ -130,7 +130,11 @@ zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat,
 	zkl_event  *ev = zkl_new_event(data, rc);
 
 	if (rc == ZOK && stat)
+	{
 		ev->czxid = stat->czxid;
+		ev->owner = stat->ephemeralOwner;
+		ev->ctime = stat->ctime;
+	}
 	/* A holder's own node: does it carry Curator's revocation message? */
 	if (rc == ZOK && ev->kind == ZKL_EV_OWN_EXISTS)
 		ev->revoke_message = value != NULL && value_len == strlen(ZKL_REVOKE_MESSAGE) &&

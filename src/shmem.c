@@ -59,6 +59,8 @@ zkl_shmem_startup(void)
 		pg_atomic_init_u64(&zkl_shared->counters.release_requests, 0);
 		pg_atomic_init_u64(&zkl_shared->counters.handoffs, 0);
 		pg_atomic_init_u64(&zkl_shared->counters.handoff_requests, 0);
+		pg_atomic_init_u64(&zkl_shared->counters.deadlock_checks, 0);
+		pg_atomic_init_u64(&zkl_shared->counters.deadlocks_found, 0);
 		zkl_shared->nslots = zkl_max_locks;
 		zkl_shared->used_head = -1;
 		for (int i = 0; i < zkl_max_locks; i++)

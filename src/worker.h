@@ -42,6 +42,7 @@ typedef enum zkl_event_kind
 	ZKL_EV_LEASES_WATCH,		/* leases/ changed */
 	ZKL_EV_LEASE_STAT,			/* czxid of our lease */
 	ZKL_EV_UNLOCKED,			/* the semaphore's mutex given up */
+	ZKL_EV_PUBLISHED,			/* a backend's wait published (deadlock.c) */
 	ZKL_EV_LOG					/* a line the library logged (in path) */
 } zkl_event_kind;
 
@@ -59,6 +60,8 @@ typedef struct zkl_event
 	int			type;			/* watch events */
 	int			state;			/* session events */
 	int64		czxid;
+	int64		owner;			/* getData: the node's ephemeralOwner */
+	int64		ctime;			/* getData: when the node was created (ms) */
 	char	   *path;
 	int			nchildren;
 	char	  **children;
@@ -81,7 +84,8 @@ typedef enum zkl_phase
 	ZKL_PH_DELETING,
 	ZKL_PH_LEASING,				/* semaphore: a lease request in flight */
 	ZKL_PH_LEASE_WAITING,		/* semaphore: leases/ full and watched */
-	ZKL_PH_UNLOCKING			/* semaphore: its mutex being given up */
+	ZKL_PH_UNLOCKING,			/* semaphore: its mutex being given up */
+	ZKL_PH_PUBLISHED			/* a backend's wait node exists */
 } zkl_phase;
 
 typedef struct zkl_work

@@ -70,7 +70,9 @@ typedef enum zkl_slot_op
 {
 	ZKL_OP_LOCK = 0,			/* contend for the lock (or a semaphore) */
 	ZKL_OP_INSPECT,				/* zk_lock_contenders: read the directory */
-	ZKL_OP_REVOKE				/* zk_lock_revoke: ask the holder at node */
+	ZKL_OP_REVOKE,				/* zk_lock_revoke: ask the holder at node */
+	ZKL_OP_PUBLISH				/* publish a lasting wait (deadlock.c): the
+								 * node stays until the slot is given up */
 } zkl_slot_op;
 
 /* zk_rc of a request refused because it would wait on itself. */
@@ -197,6 +199,10 @@ typedef struct zkl_counters
 	pg_atomic_uint64 handoffs;	/* grants to a request that had to wait */
 	pg_atomic_uint64 handoff_requests;	/* requests between a predecessor's
 										 * deletion and the grant */
+	pg_atomic_uint64 deadlock_checks;	/* deadlock detections run by this
+										 * cluster's backends */
+	pg_atomic_uint64 deadlocks_found;	/* of them: cycles in which our
+										 * backend was the victim */
 } zkl_counters;
 
 #define zkl_count(field)	pg_atomic_fetch_add_u64(&zkl_shared->counters.field, 1)
@@ -276,6 +282,9 @@ typedef struct zkl_inspect_reply
 typedef struct zkl_inspect_entry
 {
 	int64		czxid;
+	int64		owner;			/* ephemeralOwner: the session, 0 if
+								 * persistent */
+	int64		ctime;			/* creation, ms since 1970 */
 	int32		name_len;		/* then name_len bytes of name */
 	int32		data_len;		/* then data_len bytes of data */
 } zkl_inspect_entry;
@@ -283,6 +292,7 @@ typedef struct zkl_inspect_entry
 /* encode.c */
 extern char *zkl_encode_name(const char *name, int len);
 extern char *zkl_lock_dir(const char *name, int len);
+extern char *zkl_waits_dir(void);
 extern text *zkl_text_for_reader(const char *bytes, int len, int src_encoding);
 extern void zkl_json_ascii(StringInfo buf, const char *value);
 

@@ -1,0 +1,602 @@
+/*-------------------------------------------------------------------------
+ *
+ * deadlock.c
+ *		Distributed deadlock detection.  A backend whose zklock wait has
+ *		lasted deadlock_timeout publishes it, collects the waits-for edges
+ *		it can see in every cluster, and gives up when it is the victim of a
+ *		cycle (the rule is waits_for.c's); it looks again after each further
+ *		deadlock_timeout.  zk_waits_for() shows the same edges.
+ *
+ * The edges come from three places:
+ * - the published waits, one ephemeral node <root>/.waits/<session>-<pid>
+ *   per backend of any cluster whose wait lasted deadlock_timeout; its data
+ *   names the request's directory, node and czxid (recipe.c writes it);
+ * - the lock directories they name: by the lock rule (zkl_blockers), the
+ *   nodes a request waits for, each a backend of some cluster (its node's
+ *   ephemeralOwner and the pid of its data) or another client's contender,
+ *   which publishes nothing and so is a leaf of the graph;
+ * - for a blocker of this cluster, its waits on PostgreSQL's own locks
+ *   (pg_blocking_pids), which only this cluster can see.
+ * Every read goes through the worker (zkl_ask_worker); nothing here runs on
+ * a libzookeeper thread.  A detection reads at most ZKL_MAX_CYCLE lock
+ * directories besides the waits, and keeps at most ZKL_MAX_WAIT_EDGES edges.
+ *
+ * The reads are no snapshot: edges read at different moments may form a
+ * cycle that never existed at once.  A victim therefore reads the graph a
+ * second time and gives up only when the same cycle, made of the same
+ * nodes (known by their czxids), is there again.  ZooKeeper never reuses a
+ * czxid, so each of those nodes existed all along from the first reading
+ * to the second, and all of them at once at the moment between.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <unistd.h>
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "postmaster/postmaster.h"
+#include "storage/dsm.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/guc.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "backend.h"
+#include "waits_for.h"
+
+/* A wait as published in <root>/.waits (or this backend's own). */
+typedef struct zkl_published
+{
+	zkl_backend_ref who;
+	char	   *dir;			/* the request's lock directory */
+	char	   *node;			/* the request's node in it */
+	int64		czxid;			/* and that node's czxid */
+	char	   *cluster;		/* what the waiter's cluster is called */
+	char	   *mode;
+} zkl_published;
+
+/* What edge i of a graph is, for the error's detail and zk_waits_for. */
+typedef struct zkl_edge_info
+{
+	char	   *waiter_cluster;
+	char	   *lock;			/* NULL: a PostgreSQL lock */
+	char	   *mode;
+	int64		since_ms;		/* creation of the waiting node; 0 unknown */
+	char	   *blocker_cluster;	/* NULL: another client */
+	const char *blocker_client;
+	char	   *blocker_node;	/* path; NULL for a PostgreSQL lock */
+	int64		blocker_czxid;	/* 0 for a PostgreSQL lock */
+} zkl_edge_info;
+
+/* One lock directory read during a pass. */
+typedef struct zkl_dir_read
+{
+	char	   *dir;
+	zkl_contender *all;
+	int			n;
+} zkl_dir_read;
+
+/* The waits-for graph of one pass. */
+typedef struct zkl_graph
+{
+	int64		session;		/* this cluster's: its backends' edges are
+								 * ours to follow */
+	zkl_wait_edge edges[ZKL_MAX_WAIT_EDGES];
+	zkl_edge_info info[ZKL_MAX_WAIT_EDGES];
+	int			nedges;
+	zkl_published *waits;
+	int			nwaits;
+	zkl_dir_read *dirs;
+	int			ndirs;
+	int			max_dirs;
+	zkl_backend_ref queue[ZKL_MAX_WAIT_EDGES + 1];	/* backends to follow */
+	int			nqueue;
+} zkl_graph;
+
+/* What this cluster is called in a description: cluster_name or host:port. */
+static char *
+zkl_cluster_label(const char *cluster, const char *host, const char *port)
+{
+	if (cluster && cluster[0] != '\0')
+		return pstrdup(cluster);
+	return psprintf("%s:%s", host ? host : "", port ? port : "");
+}
+
+static char *
+zkl_own_cluster_label(void)
+{
+	char		host[256];
+
+	if (gethostname(host, sizeof(host)) != 0)
+		host[0] = '\0';
+	host[sizeof(host) - 1] = '\0';
+	return zkl_cluster_label(cluster_name, host, psprintf("%d", PostPortNumber));
+}
+
+/* A string or number field of a JSON object, or NULL. */
+static char *
+zkl_json_field_text(JsonbContainer *obj, const char *key)
+{
+	JsonbValue	v;
+
+	if (obj == NULL || !JsonContainerIsObject(obj) ||
+		!getKeyJsonValueFromContainer(obj, key, strlen(key), &v))
+		return NULL;
+	if (v.type == jbvString)
+		return pnstrdup(v.val.string.val, v.val.string.len);
+	if (v.type == jbvNumeric)
+		return DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric)));
+	return NULL;
+}
+
+/* A contender's cluster, from zklock's description; NULL for other clients. */
+static char *
+zkl_contender_cluster(const zkl_contender *c)
+{
+	if (c->holder == (Datum) 0)
+		return NULL;
+	return zkl_cluster_label(zkl_holder_field(c->holder, "cluster"),
+							 zkl_holder_field(c->holder, "host"),
+							 zkl_holder_field(c->holder, "port"));
+}
+
+static int
+zkl_hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* The lock name of a directory: its last component, percent-decoded. */
+static char *
+zkl_lock_of_dir(const char *dir)
+{
+	const char *enc = strrchr(dir, '/');
+	StringInfoData buf;
+
+	enc = enc ? enc + 1 : dir;
+	initStringInfo(&buf);
+	for (const char *p = enc; *p; p++)
+	{
+		int			hi,
+					lo;
+
+		if (p[0] == '%' && p[1] && p[2] &&
+			(hi = zkl_hex_value(p[1])) >= 0 && (lo = zkl_hex_value(p[2])) >= 0)
+		{
+			appendStringInfoChar(&buf, (char) (hi * 16 + lo));
+			p += 2;
+		}
+		else
+			appendStringInfoChar(&buf, *p);
+	}
+	/* Names of another encoding show as %XX (zkl_text_for_reader). */
+	return text_to_cstring(zkl_text_for_reader(buf.data, buf.len, GetDatabaseEncoding()));
+}
+
+/*
+ * Read every published wait.  A node is taken only when its name is
+ * "<session>-<pid>" and it belongs to that session, as the worker makes
+ * them; anything else under .waits is not a wait.
+ */
+static void
+zkl_read_waits(zkl_graph *g)
+{
+	char	   *dir = zkl_waits_dir();
+	dsm_segment *seg = zkl_fetch_directory(".waits", dir);
+	zkl_inspect_reply *reply = dsm_segment_address(seg);
+	char	   *p = (char *) reply + MAXALIGN(sizeof(zkl_inspect_reply));
+
+	g->waits = palloc0(sizeof(zkl_published) * Max(reply->nchildren, 1));
+	g->nwaits = 0;
+	for (int i = 0; i < reply->nchildren; i++)
+	{
+		zkl_inspect_entry *e = (zkl_inspect_entry *) p;
+		char	   *name = pnstrdup(p + sizeof(zkl_inspect_entry), e->name_len);
+		char	   *data = pnstrdup(p + sizeof(zkl_inspect_entry) + e->name_len, e->data_len);
+		unsigned long long session;
+		int			pid;
+		int			used = 0;
+		Datum		json;
+
+		p += MAXALIGN(sizeof(zkl_inspect_entry) + e->name_len + e->data_len);
+		if (sscanf(name, "%16llx-%d%n", &session, &pid, &used) != 2 ||
+			name[used] != '\0' || (int64) session != e->owner || pid <= 0)
+			continue;
+		json = zkl_try_jsonb(data);
+		if (json != (Datum) 0)
+		{
+			Jsonb	   *jb = DatumGetJsonbP(json);
+			zkl_published *w = &g->waits[g->nwaits];
+			char	   *czxid = zkl_json_field_text(&jb->root, "czxid");
+			JsonbValue	request;
+			JsonbContainer *req = NULL;
+
+			if (getKeyJsonValueFromContainer(&jb->root, "request", strlen("request"), &request) &&
+				request.type == jbvBinary)
+				req = request.val.binary.data;
+			w->who.session = (int64) session;
+			w->who.pid = pid;
+			w->dir = zkl_json_field_text(&jb->root, "lock_dir");
+			w->node = zkl_json_field_text(&jb->root, "lock_node");
+			w->czxid = czxid ? strtoll(czxid, NULL, 10) : 0;
+			w->mode = zkl_json_field_text(req, "mode");
+			w->cluster = zkl_cluster_label(zkl_json_field_text(req, "cluster"),
+										   zkl_json_field_text(req, "host"),
+										   zkl_json_field_text(req, "port"));
+			if (w->dir && w->node && w->czxid != 0)
+				g->nwaits++;
+		}
+	}
+	dsm_detach(seg);
+	pfree(dir);
+}
+
+static zkl_published *
+zkl_find_published(zkl_graph *g, zkl_backend_ref who)
+{
+	for (int i = 0; i < g->nwaits; i++)
+		if (zkl_backend_equal(g->waits[i].who, who))
+			return &g->waits[i];
+	return NULL;
+}
+
+/* Queue a backend to follow, once. */
+static void
+zkl_follow_later(zkl_graph *g, zkl_backend_ref who)
+{
+	for (int i = 0; i < g->nqueue; i++)
+		if (zkl_backend_equal(g->queue[i], who))
+			return;
+	if (g->nqueue < (int) lengthof(g->queue))
+		g->queue[g->nqueue++] = who;
+}
+
+static zkl_edge_info *
+zkl_add_edge(zkl_graph *g, zkl_backend_ref waiter, zkl_backend_ref blocker,
+			 zkl_wait_kind kind, int64 czxid)
+{
+	zkl_wait_edge *e;
+
+	if (g->nedges >= ZKL_MAX_WAIT_EDGES)
+		return NULL;
+	e = &g->edges[g->nedges];
+	e->waiter = waiter;
+	e->blocker = blocker;
+	e->kind = kind;
+	e->czxid = czxid;
+	e->what = g->nedges;
+	memset(&g->info[g->nedges], 0, sizeof(zkl_edge_info));
+	return &g->info[g->nedges++];
+}
+
+/* A lock directory's contenders, read once per pass; NULL past the bound. */
+static zkl_dir_read *
+zkl_graph_dir(zkl_graph *g, const char *dir)
+{
+	zkl_dir_read *d;
+
+	for (int i = 0; i < g->ndirs; i++)
+		if (strcmp(g->dirs[i].dir, dir) == 0)
+			return &g->dirs[i];
+	if (g->ndirs >= g->max_dirs)
+		return NULL;
+	d = &g->dirs[g->ndirs++];
+	d->dir = pstrdup(dir);
+	d->all = zkl_read_contenders(zkl_lock_of_dir(dir), dir, false, &d->n);
+	return d;
+}
+
+/* The edges of a zklock wait: the request's blockers by the lock rule. */
+static void
+zkl_follow_zklock(zkl_graph *g, const zkl_published *w)
+{
+	zkl_dir_read *d = zkl_graph_dir(g, w->dir);
+	const char **names;
+	const char **ours;
+	int		   *blockers;
+	int			nours = 0;
+	int			self = -1;
+	int			nblockers;
+	char	   *lock;
+
+	if (d == NULL)
+		return;
+	for (int i = 0; i < d->n; i++)
+		if (strcmp(d->all[i].node, w->node) == 0 && d->all[i].czxid == w->czxid)
+			self = i;
+	/* The request is gone: the wait is over, whatever was published. */
+	if (self < 0)
+		return;
+
+	names = palloc(sizeof(char *) * d->n);
+	ours = palloc(sizeof(char *) * d->n);
+	blockers = palloc(sizeof(int) * d->n);
+	for (int i = 0; i < d->n; i++)
+	{
+		names[i] = d->all[i].node;
+		/* The waiter's hold of the other mode is its own: never in its way. */
+		if (i != self && d->all[i].session == w->who.session && d->all[i].pid == w->who.pid)
+			ours[nours++] = d->all[i].node;
+	}
+	nblockers = Min(zkl_blockers(names, d->n, w->node, ours, nours, blockers, d->n), d->n);
+	lock = zkl_lock_of_dir(w->dir);
+	for (int k = 0; k < nblockers; k++)
+	{
+		zkl_contender *c = &d->all[blockers[k]];
+		zkl_backend_ref blocker = {c->session, c->holder != (Datum) 0 ? c->pid : 0};
+		zkl_edge_info *info = zkl_add_edge(g, w->who, blocker, ZKL_WAIT_ZKLOCK, w->czxid);
+
+		if (info == NULL)
+			break;
+		info->waiter_cluster = w->cluster;
+		info->lock = lock;
+		info->mode = w->mode;
+		info->since_ms = d->all[self].ctime;
+		info->blocker_cluster = zkl_contender_cluster(c);
+		info->blocker_client = zkl_client_of(c, c->is_zklock);
+		info->blocker_node = psprintf("%s/%s", w->dir, c->node);
+		info->blocker_czxid = c->czxid;
+		if (blocker.pid > 0)
+			zkl_follow_later(g, blocker);
+	}
+}
+
+/* The edges of a backend of this cluster that waits on PostgreSQL's locks. */
+static void
+zkl_follow_heavyweight(zkl_graph *g, zkl_backend_ref who, const char *cluster)
+{
+	ArrayType  *pids = DatumGetArrayTypeP(DirectFunctionCall1(pg_blocking_pids, Int32GetDatum(who.pid)));
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	deconstruct_array(pids, INT4OID, sizeof(int32), true, TYPALIGN_INT, &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+	{
+		zkl_backend_ref blocker = {who.session, DatumGetInt32(elems[i])};
+		zkl_edge_info *info;
+
+		if (nulls[i] || zkl_backend_equal(blocker, who))
+			continue;
+		info = zkl_add_edge(g, who, blocker, ZKL_WAIT_HEAVYWEIGHT, 0);
+		if (info == NULL)
+			break;
+		info->waiter_cluster = (char *) cluster;
+		info->blocker_cluster = (char *) cluster;
+		info->blocker_client = "postgresql";
+		zkl_follow_later(g, blocker);
+	}
+}
+
+/*
+ * One reading of the graph: from own (this backend's wait) when detecting,
+ * or from every published wait when showing them all (own NULL).
+ */
+static zkl_graph *
+zkl_read_graph(const zkl_published *own, int max_dirs)
+{
+	zkl_graph  *g = palloc0(sizeof(zkl_graph));
+	char	   *cluster = zkl_own_cluster_label();
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	g->session = zkl_shared->session_id;
+	LWLockRelease(zkl_shared->lock);
+	g->max_dirs = max_dirs;
+	g->dirs = palloc0(sizeof(zkl_dir_read) * max_dirs);
+	zkl_read_waits(g);
+
+	if (own)
+		zkl_follow_later(g, own->who);
+	else
+		for (int i = 0; i < g->nwaits; i++)
+			zkl_follow_later(g, g->waits[i].who);
+
+	for (int i = 0; i < g->nqueue && g->nedges < ZKL_MAX_WAIT_EDGES; i++)
+	{
+		zkl_backend_ref who = g->queue[i];
+		const zkl_published *w = own && zkl_backend_equal(who, own->who) ?
+		own : zkl_find_published(g, who);
+
+		CHECK_FOR_INTERRUPTS();
+		if (w)
+			zkl_follow_zklock(g, w);
+		else if (who.session == g->session && who.pid > 0)
+			zkl_follow_heavyweight(g, who, cluster);
+	}
+	return g;
+}
+
+/* Whether two readings found the same cycle, node for node. */
+static bool
+zkl_same_cycle(const zkl_graph *a, const int *ca, int na,
+			   const zkl_graph *b, const int *cb, int nb)
+{
+	if (na != nb)
+		return false;
+	for (int i = 0; i < na; i++)
+	{
+		const zkl_wait_edge *x = &a->edges[ca[i]];
+		const zkl_wait_edge *y = &b->edges[cb[i]];
+
+		if (!zkl_backend_equal(x->waiter, y->waiter) || !zkl_backend_equal(x->blocker, y->blocker) ||
+			x->kind != y->kind || x->czxid != y->czxid ||
+			a->info[ca[i]].blocker_czxid != b->info[cb[i]].blocker_czxid)
+			return false;
+	}
+	return true;
+}
+
+/* The cycle in the words of PostgreSQL's own deadlock report. */
+static char *
+zkl_describe_cycle(const zkl_graph *g, const int *cycle, int n)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < n; i++)
+	{
+		const zkl_wait_edge *e = &g->edges[cycle[i]];
+		const zkl_edge_info *info = &g->info[cycle[i]];
+
+		if (i > 0)
+			appendStringInfoChar(&buf, '\n');
+		if (e->kind == ZKL_WAIT_ZKLOCK)
+			appendStringInfo(&buf, "Process %d of cluster \"%s\" waits for ZooKeeper lock \"%s\" in %s mode; blocked by process %d of cluster \"%s\".",
+							 e->waiter.pid, info->waiter_cluster, info->lock,
+							 info->mode ? info->mode : "?", e->blocker.pid,
+							 info->blocker_cluster ? info->blocker_cluster : "?");
+		else
+			appendStringInfo(&buf, "Process %d of cluster \"%s\" waits for a PostgreSQL lock; blocked by process %d.",
+							 e->waiter.pid, info->waiter_cluster, e->blocker.pid);
+	}
+	return buf.data;
+}
+
+/*
+ * Look for a cycle through this backend's wait on the request in slot
+ * slotno, after publishing the wait.  Returns the description of a cycle
+ * of which this request is the victim (allocated in the caller's context),
+ * or NULL: no cycle, another member is its victim, or the wait is over.
+ */
+char	   *
+zkl_deadlock_check(int slotno, uint32 generation, const char *name)
+{
+	zkl_slot   *slot = &zkl_shared->slots[slotno];
+	MemoryContext caller = CurrentMemoryContext;
+	MemoryContext cxt;
+	zkl_published own;
+	bool		waiting;
+	int			spare;
+	zkl_graph  *first;
+	zkl_graph  *second;
+	int			cycle1[ZKL_MAX_CYCLE];
+	int			cycle2[ZKL_MAX_CYCLE];
+	int			n1;
+	int			n2;
+	char	   *result = NULL;
+
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "zklock deadlock check", ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(cxt);
+
+	memset(&own, 0, sizeof(own));
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	waiting = slot->generation == generation && slot->state == ZKL_SLOT_WAITING &&
+		slot->node[0] != '\0' && zkl_shared->session_id != 0;
+	if (waiting)
+	{
+		own.who.session = zkl_shared->session_id;
+		own.who.pid = MyProcPid;
+		own.dir = pstrdup(slot->dir);
+		own.node = pstrdup(slot->node);
+		own.czxid = slot->token;
+		own.mode = pstrdup(slot->kind == ZKL_NODE_READ ? "shared" : "exclusive");
+	}
+	spare = zkl_shared->nslots - zkl_shared->nused;
+	LWLockRelease(zkl_shared->lock);
+
+	/* Reads take a slot each: a full table waits for the next check. */
+	if (waiting && spare >= 2)
+	{
+		own.cluster = zkl_own_cluster_label();
+		zkl_publish_wait();
+		zkl_count(deadlock_checks);
+		first = zkl_read_graph(&own, ZKL_MAX_CYCLE);
+		n1 = zkl_deadlock_victim_cycle(first->edges, first->nedges, own.who, own.czxid,
+									   cycle1, ZKL_MAX_CYCLE);
+		if (n1 > 0)
+		{
+			second = zkl_read_graph(&own, ZKL_MAX_CYCLE);
+			n2 = zkl_deadlock_victim_cycle(second->edges, second->nedges, own.who, own.czxid,
+										   cycle2, ZKL_MAX_CYCLE);
+			LWLockAcquire(zkl_shared->lock, LW_SHARED);
+			waiting = slot->generation == generation && slot->state == ZKL_SLOT_WAITING;
+			LWLockRelease(zkl_shared->lock);
+			if (waiting && n2 > 0 && zkl_same_cycle(first, cycle1, n1, second, cycle2, n2))
+			{
+				char	   *detail = zkl_describe_cycle(second, cycle2, n2);
+
+				result = MemoryContextStrdup(caller, detail);
+			}
+		}
+	}
+	MemoryContextSwitchTo(caller);
+	MemoryContextDelete(cxt);
+	return result;
+}
+
+/* ms since 1970 as a timestamp */
+static TimestampTz
+zkl_timestamp_of_ms(int64 ms)
+{
+	return (TimestampTz) (ms - (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000) * 1000;
+}
+
+static Datum
+zkl_session_text(int64 session)
+{
+	return CStringGetTextDatum(psprintf("0x%llx", (unsigned long long) session));
+}
+
+/*
+ * zk_waits_for(): every edge this cluster can see, from every published
+ * wait, with this cluster's waits on PostgreSQL locks among their blockers.
+ * Reads at most 64 lock directories.
+ */
+void
+zkl_list_waits_for(FunctionCallInfo fcinfo)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	zkl_graph  *g;
+
+	zkl_require_shmem();
+	InitMaterializedSRF(fcinfo, 0);
+	g = zkl_read_graph(NULL, 64);
+	for (int i = 0; i < g->nedges; i++)
+	{
+		const zkl_wait_edge *e = &g->edges[i];
+		const zkl_edge_info *info = &g->info[i];
+		Datum		values[13];
+		bool		nulls[13] = {0};
+		bool		zk = e->kind == ZKL_WAIT_ZKLOCK;
+
+		values[0] = CStringGetTextDatum(info->waiter_cluster);
+		values[1] = Int32GetDatum(e->waiter.pid);
+		values[2] = zkl_session_text(e->waiter.session);
+		values[3] = CStringGetTextDatum(zk ? "zklock" : "postgresql");
+		nulls[4] = !zk;
+		if (zk)
+			values[4] = CStringGetTextDatum(info->lock);
+		nulls[5] = info->mode == NULL;
+		if (info->mode)
+			values[5] = CStringGetTextDatum(info->mode);
+		nulls[6] = !zk;
+		values[6] = Int64GetDatum(e->czxid);
+		nulls[7] = info->since_ms == 0;
+		values[7] = TimestampTzGetDatum(zkl_timestamp_of_ms(info->since_ms));
+		nulls[8] = info->blocker_cluster == NULL;
+		if (info->blocker_cluster)
+			values[8] = CStringGetTextDatum(info->blocker_cluster);
+		nulls[9] = e->blocker.pid == 0;
+		values[9] = Int32GetDatum(e->blocker.pid);
+		values[10] = zkl_session_text(e->blocker.session);
+		values[11] = CStringGetTextDatum(info->blocker_client);
+		nulls[12] = info->blocker_node == NULL;
+		if (info->blocker_node)
+			values[12] = PointerGetDatum(zkl_text_for_reader(info->blocker_node,
+															 strlen(info->blocker_node), PG_UTF8));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+}
