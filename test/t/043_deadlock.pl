@@ -82,8 +82,16 @@ sub counter
 sub no_nodes_left
 {
 	my ($what, @locks) = @_;
-	wait_until(sub { !grep { zk_ls($zk, "/zklock/$_") } @locks, '.waits' }, 30,
-		"$what: no node is left (locks and published waits)");
+	ok(wait_until(sub { !grep { zk_ls($zk, "/zklock/$_") } @locks, '.waits' }, 30,
+		"$what: no node is left"), "$what: no node is left (locks and published waits)");
+}
+
+sub sum_counter
+{
+	my ($col) = @_;
+	my $sum = 0;
+	$sum += counter($_, $col) for ($a, $b, $c);
+	return $sum;
 }
 
 # (1) Two clusters, opposite order: B's request is the newer, B gives up.
@@ -104,6 +112,141 @@ sub no_nodes_left
 	cmp_ok(counter($a, 'deadlock_checks'), '>=', 1, 'A ran a check');
 	end_all($sa, $sb);
 	no_nodes_left('two clusters', 'x', 'y');
+}
+
+# (2) Three clusters: A waits for B, B for C, C for A; C's request is the
+# newest.  Once C gave up, B is granted, and A once B's transaction ends.
+{
+	my $found = sum_counter('deadlocks_found');
+	my $sa = holder($a, 'p');
+	my $sb = holder($b, 'q');
+	my $sc = holder($c, 'r');
+	start_wait($sa, $a, 'q');
+	start_wait($sb, $b, 'r');
+	start_wait($sc, $c, 'p');
+	is(finish_wait($sc), '40P01', 'three clusters: the newest request (C) fails with 40P01');
+	like($sc->{last_err}, qr/Process $sc->{pid} of cluster "c" waits for ZooKeeper lock "p" in exclusive mode; blocked by process $sa->{pid} of cluster "a"\.\nProcess $sa->{pid} of cluster "a" waits for ZooKeeper lock "q" in exclusive mode; blocked by process $sb->{pid} of cluster "b"\.\nProcess $sb->{pid} of cluster "b" waits for ZooKeeper lock "r" in exclusive mode; blocked by process $sc->{pid} of cluster "c"\./,
+		'the detail lists the three edges in cycle order');
+	is(finish_wait($sb), 'granted', 'B is granted r');
+	$sb->query_safe('COMMIT');
+	is(finish_wait($sa), 'granted', 'A is granted q once B committed');
+	is(sum_counter('deadlocks_found') - $found, 1, 'one deadlock counted in all');
+	end_all($sa, $sb, $sc);
+	no_nodes_left('three clusters', 'p', 'q', 'r');
+}
+
+# (3) Shared and exclusive: A and C share s; B holds t.  A asks for t in
+# shared mode (B's exclusive hold is in the way), B for s in exclusive mode
+# (A's and C's shared holds are): a cycle A -> B -> A, and C, which waits
+# for nothing, is no part of it.
+{
+	my $sa = holder($a, 's:shared');
+	my $sc = holder($c, 's:shared');
+	my $sb = holder($b, 't');
+	start_wait($sa, $a, 't', 1);
+	start_wait($sb, $b, 's');
+	is(finish_wait($sb), '40P01', 'shared and exclusive: the exclusive request (the newer) fails with 40P01');
+	like($sb->{last_err}, qr/Process $sa->{pid} of cluster "a" waits for ZooKeeper lock "t" in shared mode; blocked by process $sb->{pid} of cluster "b"\./,
+		'the detail names the shared wait');
+	like($sb->{last_err}, qr/Process $sb->{pid} of cluster "b" waits for ZooKeeper lock "s" in exclusive mode; blocked by process $sa->{pid} of cluster "a"\./,
+		'... and the exclusive one, blocked by the shared holder in the cycle');
+	unlike($sb->{last_err}, qr/process $sc->{pid}\b/, 'the other shared holder is no part of the cycle');
+	is(finish_wait($sa), 'granted', 'A is granted t in shared mode');
+	end_all($sa, $sb, $sc);
+	no_nodes_left('shared and exclusive', 's', 't');
+}
+
+# (4) Two sessions of one cluster, zklock locks only.
+{
+	my $s1 = holder($a, 'u');
+	my $s2 = holder($a, 'v');
+	start_wait($s1, $a, 'v');
+	start_wait($s2, $a, 'u');
+	is(finish_wait($s2), '40P01', 'one cluster: the newer request fails with 40P01');
+	like($s2->{last_err}, qr/Process $s1->{pid} of cluster "a" waits for ZooKeeper lock "v" in exclusive mode; blocked by process $s2->{pid} of cluster "a"\./,
+		'the detail names both sessions of cluster a');
+	is(finish_wait($s1), 'granted', 'the other session is granted');
+	end_all($s1, $s2);
+	no_nodes_left('one cluster', 'u', 'v');
+}
+
+# (5) A zklock wait and a row lock: A1 holds zklock m and waits for a row
+# that A2 has updated; A2 waits for m.  Neither PostgreSQL (which sees only
+# the row lock) nor ZooKeeper (only m) sees a cycle; zklock does, and A2,
+# the only zklock request of it, gives up.
+{
+	$a->safe_psql('postgres', 'CREATE TABLE rows (id int PRIMARY KEY, v int); INSERT INTO rows VALUES (1, 0)');
+	my $s1 = holder($a, 'm');
+	my $s2 = holder($a);
+	$s2->query_safe('UPDATE rows SET v = v + 1 WHERE id = 1');
+	$s1->query_until(qr/started/, "\\echo started\nUPDATE rows SET v = v + 10 WHERE id = 1;\n\\echo done\n");
+	wait_until(sub {
+		$a->safe_psql('postgres', "SELECT wait_event_type FROM pg_stat_activity WHERE pid = $s1->{pid}") eq 'Lock'
+	}, 30, 'A1 waits for the row lock');
+	start_wait($s2, $a, 'm');
+	is(finish_wait($s2), '40P01', 'zklock and row lock: the zklock request fails with 40P01');
+	like($s2->{last_err}, qr/Process $s2->{pid} of cluster "a" waits for ZooKeeper lock "m" in exclusive mode; blocked by process $s1->{pid} of cluster "a"\.\nProcess $s1->{pid} of cluster "a" waits for a PostgreSQL lock; blocked by process $s2->{pid}\./,
+		'the detail names the zklock edge and the PostgreSQL edge');
+	$s1->query_until(qr/done/, '');
+	is($s1->{stderr}, '', "A1's update went through once A2 gave up");
+	$s1->query_safe('COMMIT');
+	is($a->safe_psql('postgres', 'SELECT v FROM rows'), '10', "only A1's update is committed");
+	end_all($s1, $s2);
+	no_nodes_left('zklock and row lock', 'm');
+}
+
+# (6) Another client is a leaf.  kazoo holds k1 and waits for k2, which A
+# holds; A waits for k1.  A real cycle, but kazoo publishes nothing: A is
+# never failed because of it and waits until lock_timeout (55P03).
+{
+	my $checks = counter($a, 'deadlock_checks');
+	my $found = counter($a, 'deadlocks_found');
+	my $kz = kazoo_peer($zk);
+	is($kz->cmd('lock_try /zklock/k1'), 'true', 'kazoo holds k1');
+	my $sa = holder($a, 'k2');
+	$kz->send('lock_try /zklock/k2 8');
+	wait_until(sub { (() = zk_ls($zk, '/zklock/k2')) == 2 }, 30, 'kazoo waits for k2');
+	start_wait($sa, $a, 'k1');
+	is(finish_wait($sa), '55P03', 'a wait on another client ends by lock_timeout (55P03), not 40P01');
+	cmp_ok(counter($a, 'deadlock_checks'), '>', $checks, 'A looked for a cycle meanwhile');
+	is(counter($a, 'deadlocks_found'), $found, 'and found none through kazoo');
+	$sa->query('ROLLBACK');
+	is($kz->reply(30), 'true', 'kazoo gets k2 once A gave up');
+	is($kz->cmd('lock_release /zklock/k1') . $kz->cmd('lock_release /zklock/k2'), 'okok', 'kazoo releases');
+	$kz->quit;
+	end_all($sa);
+	no_nodes_left('kazoo', 'k1', 'k2');
+}
+
+# (7) A wait shorter than deadlock_timeout publishes nothing and runs no
+# check; a long wait behind a live holder (deadlock_timeout 100ms, a 2 s
+# hold) checks many times and finds no deadlock.
+{
+	my $checks = counter($b, 'deadlock_checks');
+	my $found = counter($b, 'deadlocks_found');
+	my $sa = holder($a, 'w');
+	my $sb = bg_session($b);
+	$sb->{pid} = $sb->query_safe('SELECT pg_backend_pid()');
+	$sb->query_safe('BEGIN');
+	start_wait($sb, $b, 'w');
+	$sa->query_safe('COMMIT');
+	is(finish_wait($sb), 'granted', 'a short wait is granted');
+	is(counter($b, 'deadlock_checks'), $checks, 'a wait shorter than deadlock_timeout runs no check');
+	$sb->query_safe('COMMIT');
+
+	$sa->query_safe("BEGIN; SELECT zk_lock_acquire_xact('w')");
+	$sb->query_safe("SET deadlock_timeout = '100ms'");
+	$sb->query_safe('BEGIN');
+	start_wait($sb, $b, 'w');
+	ok(wait_until(sub { zk_ls($zk, '/zklock/.waits') == 1 }, 30, 'the wait is published'),
+		'a wait that lasts deadlock_timeout is published');
+	wait_until(sub { counter($b, 'deadlock_checks') >= $checks + 5 }, 30, 'five checks');
+	$sa->query_safe('COMMIT');
+	is(finish_wait($sb), 'granted', 'a long wait behind a live holder is granted');
+	cmp_ok(counter($b, 'deadlock_checks'), '>=', $checks + 5, 'it looked for a cycle again and again');
+	is(counter($b, 'deadlocks_found'), $found, 'and found none');
+	end_all($sa, $sb);
+	no_nodes_left('long wait', 'w');
 }
 
 done_testing();
