@@ -16,7 +16,9 @@ my $zk = zk_start(1);
 my %nodes;
 for my $name (qw(a b c))
 {
+	# C's session expires in (8): a short session timeout.
 	$nodes{$name} = zklock_node($name, $zk,
+		session_timeout => $name eq 'c' ? '2s' : '10s',
 		conf => [ "cluster_name = '$name'", "deadlock_timeout = '1s'", "lock_timeout = '3s'" ]);
 }
 my ($a, $b, $c) = @nodes{qw(a b c)};
@@ -247,6 +249,96 @@ sub sum_counter
 	is(counter($b, 'deadlocks_found'), $found, 'and found none');
 	end_all($sa, $sb);
 	no_nodes_left('long wait', 'w');
+}
+
+# (8) What zk_waits_for() shows, from a cluster that takes no part: A1
+# holds zklock h and waits for a row A2 has updated; A3 waits for h.  No
+# cycle (A2 waits for nothing): the zklock edge A3 -> A1, published by A3,
+# and A1's wait on PostgreSQL's lock, which only A sees.
+{
+	my $s1 = holder($a, 'h');
+	my $s2 = holder($a);
+	$s2->query_safe('UPDATE rows SET v = v + 1 WHERE id = 1');
+	$s1->query_until(qr/started/, "\\echo started\nSET lock_timeout = 0;\nUPDATE rows SET v = v + 10 WHERE id = 1;\n\\echo done\n");
+	wait_until(sub {
+		$a->safe_psql('postgres', "SELECT wait_event_type FROM pg_stat_activity WHERE pid = $s1->{pid}") eq 'Lock'
+	}, 30, 'A1 waits for the row lock');
+	my $s3 = bg_session($a);
+	$s3->{pid} = $s3->query_safe('SELECT pg_backend_pid()');
+	$s3->query_safe("SET lock_timeout = 0");
+	$s3->query_safe('BEGIN');
+	start_wait($s3, $a, 'h');
+	ok(wait_until(sub { zk_ls($zk, '/zklock/.waits') == 1 }, 30, "A3's wait is published"),
+		"A3's wait is published");
+	my $session_a = zk_status_of($a)->{session_id};
+	my $cols = "waiter_cluster, waiter_pid, waiter_session, wait_kind, lock, mode, request > 0, waiting_since <= now(), "
+	  . "blocker_cluster, blocker_pid, blocker_session, blocker_client, blocker_znode LIKE '/zklock/h/_c_%'";
+	is($c->safe_psql('postgres', "SELECT $cols FROM zk_waits_for() ORDER BY wait_kind"),
+		"a|$s3->{pid}|$session_a|zklock|h|exclusive|t|t|a|$s1->{pid}|$session_a|zklock|t",
+		'zk_waits_for() in C: the published wait of A3 and its blocker A1');
+	is($a->safe_psql('postgres', "SELECT $cols FROM zk_waits_for() ORDER BY wait_kind"),
+		"a|$s1->{pid}|$session_a|postgresql|||||a|$s2->{pid}|$session_a|postgresql|\n"
+		  . "a|$s3->{pid}|$session_a|zklock|h|exclusive|t|t|a|$s1->{pid}|$session_a|zklock|t",
+		"zk_waits_for() in A: also A1's wait for A2's row lock");
+	$s2->query_safe('ROLLBACK');
+	$s1->query_until(qr/done/, '');
+	$s1->query_safe('COMMIT');
+	is(finish_wait($s3), 'granted', 'A3 is granted h: it was no deadlock');
+	end_all($s1, $s2, $s3);
+	no_nodes_left('zk_waits_for', 'h');
+}
+
+# (9) A member's session expires while the other keeps looking for a
+# cycle.  B1 holds e2 and waits for e1, which C1 holds; B1 checks every
+# 100ms.  C1, the newer request, waits for e2, but C's worker is frozen
+# before C1 could publish or check; C's session (2 s) expires and its nodes
+# go.  B1 is granted, nobody gets 40P01.
+{
+	my $found = sum_counter('deadlocks_found');
+	my $sc = holder($c, 'e1');
+	my $sb = holder($b, 'e2');
+	$sb->query_safe("SET deadlock_timeout = '100ms'; SET lock_timeout = '30s'");
+	start_wait($sb, $b, 'e1');
+	my $checks = counter($b, 'deadlock_checks');
+	$sc->query_safe("SET lock_timeout = '10s'");
+	start_wait($sc, $c, 'e2');
+	wait_until(sub { zk_ls($zk, '/zklock/e2') == 2 }, 30, "C1's request is in ZooKeeper");
+	my $wpid = worker_pid_os($c);
+	my $frozen;
+	END { kill('CONT', $frozen) if $frozen; }
+	ok(kill('STOP', $wpid), "C's worker is frozen");
+	$frozen = $wpid;
+	is(finish_wait($sb), 'granted', "B1 is granted once C's session expired");
+	cmp_ok(counter($b, 'deadlock_checks'), '>', $checks, 'B1 looked for cycles meanwhile');
+	kill('CONT', $wpid);
+	$frozen = undef;
+	isnt(finish_wait($sc), '40P01', "C1's wait ends otherwise than by 40P01");
+	is(sum_counter('deadlocks_found'), $found, 'no deadlock was found');
+	end_all($sb, $sc);
+	no_nodes_left('session expiry', 'e1', 'e2');
+}
+
+# (10) A member's cluster restarts while the other looks for a cycle: A1
+# holds f1 and waits for f2 (the newer request, with a deadlock_timeout of
+# a minute); B1 holds f2, waits for f1 and checks every 100ms.  A stops in
+# immediate mode and starts again: its new worker closes the old session,
+# A1's nodes go, B1 is granted and nobody gets 40P01.
+{
+	my $found = counter($b, 'deadlocks_found');
+	my $sb = holder($b, 'f2');
+	my $sa = holder($a, 'f1');
+	$sb->query_safe("SET deadlock_timeout = '100ms'; SET lock_timeout = '60s'");
+	start_wait($sb, $b, 'f1');
+	$sa->query_safe("SET deadlock_timeout = '1min'");
+	start_wait($sa, $a, 'f2');
+	my $checks = counter($b, 'deadlock_checks');
+	wait_until(sub { counter($b, 'deadlock_checks') > $checks + 2 }, 30, 'B1 checks');
+	$a->stop('immediate');
+	$a->start;
+	is(finish_wait($sb), 'granted', "B1 is granted once A restarted");
+	is(counter($b, 'deadlocks_found'), $found, 'no deadlock was found in B');
+	end_all($sb);
+	no_nodes_left('restart', 'f1', 'f2');
 }
 
 done_testing();
