@@ -6,10 +6,14 @@ OBJS = src/zklock.o src/shmem.o src/encode.o src/worker.o src/requests.o src/ses
 	src/waits_for.o src/deadlock.o
 
 EXTENSION = zklock
-DATA = zklock--1.0.sql zklock--1.0--1.1.sql
-# The full script of the newest version is the first one plus every upgrade,
-# so that a fresh install and an upgraded one cannot differ.
-DATA_built = zklock--1.1.sql
+# The first version's script and every update after it, in order; the
+# versions before the newest are reached only through the updates.
+UPDATES = zklock--1.0--1.1.sql zklock--1.1--1.2.sql
+DATA = zklock--1.0.sql $(UPDATES)
+# The full script of the newest version (zklock.control's default_version)
+# is the first one plus every update, so that a fresh install and an
+# updated one cannot differ.
+DATA_built = zklock--1.2.sql
 PGFILEDESC = "zklock - ZooKeeper distributed locks"
 
 SHLIB_LINK = -lzookeeper_mt -lpthread
@@ -32,8 +36,8 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-zklock--1.1.sql: zklock--1.0.sql zklock--1.0--1.1.sql
-	{ echo '/* zklock--1.1.sql: SQL objects of the zklock extension (built from zklock--1.0.sql and the upgrade scripts) */'; \
+$(DATA_built): zklock--1.0.sql $(UPDATES)
+	{ echo '/* $@: SQL objects of the zklock extension (built from zklock--1.0.sql and the upgrade scripts) */'; \
 	  for f in $^; do echo; sed -e '1{/^\/\*/d}' -e '/^\\echo /d' "$$f"; done; } | cat -s > $@
 
 # PGXS tracks no header dependencies: a changed struct must rebuild every

@@ -1,12 +1,15 @@
--- upgrade: 1.0 updated to 1.1 has exactly the objects, definitions and
--- privileges of a fresh 1.1; the suites after this one run on the updated one
+-- upgrade: 1.0 updated to the newest version has exactly the objects,
+-- definitions and privileges (and initial privileges, which pg_dump goes by)
+-- of a fresh install of it; the suites after this one run on the updated one
 CREATE TEMP VIEW members AS
 SELECT pg_describe_object(classid, objid, 0) AS member,
        CASE WHEN classid = 'pg_proc'::regclass THEN pg_get_functiondef(objid) END AS def,
        CASE WHEN classid = 'pg_proc'::regclass THEN (SELECT proacl::text FROM pg_proc WHERE oid = objid)
             WHEN classid = 'pg_class'::regclass THEN (SELECT relacl::text FROM pg_class WHERE oid = objid)
-       END AS acl
-FROM pg_depend WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+       END AS acl,
+       (SELECT initprivs::text FROM pg_init_privs i
+         WHERE i.objoid = d.objid AND i.classoid = d.classid AND i.objsubid = 0) AS init_acl
+FROM pg_depend d WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
   AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'zklock');
 CREATE TEMP TABLE fresh AS SELECT * FROM members;
 SELECT extversion FROM pg_extension WHERE extname = 'zklock';

@@ -1,12 +1,17 @@
-# zklock 1.0 to 1.1 with a hold in place: database "old" is created at
-# version 1.0, a session takes a lock, ALTER EXTENSION zklock UPDATE runs
-# (from another session, while the hold lasts): the hold is still there,
-# in zk_locks and in ZooKeeper, and the holder releases it normally; 1.1's
-# functions work in the upgraded database.  The upgraded database and one
-# created at 1.1 at once (postgres) have the same member objects (by
-# pg_describe_object over pg_depend's 'e' entries), the same function
-# definitions (pg_get_functiondef), the same privileges on them, and the
-# same fencing table, marked for pg_dump alike.
+# zklock 1.0 to the newest version (1.2) with a hold in place: database
+# "old" is created at version 1.0, a session takes a lock, ALTER EXTENSION
+# zklock UPDATE runs (from another session, while the hold lasts): the hold
+# is still there, in zk_locks and in ZooKeeper, and the holder releases it
+# normally; 1.1's functions work in the upgraded database.  The upgraded
+# database and one created at 1.2 at once (postgres) have the same member
+# objects (by pg_describe_object over pg_depend's 'e' entries), the same
+# function definitions (pg_get_functiondef), the same privileges on them
+# and initial privileges (pg_init_privs, which pg_dump goes by), and the
+# same fencing table, marked for pg_dump alike.  Last, 1.1 to 1.2, where
+# zk_status() is dropped and created again with two more columns: a role
+# granted it in a database created at 1.1 can still call it after the
+# update and sees the new columns, and the grant is the only difference
+# from a fresh 1.2.
 use strict;
 use warnings FATAL => 'all';
 
@@ -14,16 +19,17 @@ use FindBin;
 use lib "$FindBin::RealBin/../lib";
 use ZklockTest;
 use Test::More;
+use PostgreSQL::Test::Utils;
 
 my $zk = zk_start(1);
-my $a = zklock_node('a', $zk);    # zklock created in postgres: the fresh 1.1
+my $a = zklock_node('a', $zk);    # zklock created in postgres: the fresh 1.2
 
-is($a->safe_psql('postgres', "SELECT default_version FROM pg_available_extensions WHERE name = 'zklock'"), '1.1',
-	'the default version is 1.1');
+is($a->safe_psql('postgres', "SELECT default_version FROM pg_available_extensions WHERE name = 'zklock'"), '1.2',
+	'the default version is 1.2');
 $a->safe_psql('postgres', 'CREATE DATABASE old');
 $a->safe_psql('old', "CREATE EXTENSION zklock VERSION '1.0'");
 is($a->safe_psql('old', "SELECT extversion FROM pg_extension WHERE extname = 'zklock'"), '1.0', 'old: zklock 1.0');
-is($a->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'zklock'"), '1.1', 'postgres: zklock 1.1');
+is($a->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'zklock'"), '1.2', 'postgres: zklock 1.2');
 is($a->safe_psql('old', "SELECT count(*) FROM pg_proc WHERE proname IN ('zk_fence', 'zk_lock_verify', 'zk_lock_revoke')"),
 	'0', "old: none of 1.1's functions yet");
 
@@ -35,7 +41,7 @@ like($token, qr/^\d+$/, 'old: a session holds lock up under 1.0');
 my $znode = held_znode($a, $h_pid, 'up');
 
 is(sql_result($a, "\\c old\nALTER EXTENSION zklock UPDATE"), '', 'ALTER EXTENSION zklock UPDATE succeeds while the hold lasts');
-is($a->safe_psql('old', "SELECT extversion FROM pg_extension WHERE extname = 'zklock'"), '1.1', 'old: now zklock 1.1');
+is($a->safe_psql('old', "SELECT extversion FROM pg_extension WHERE extname = 'zklock'"), '1.2', 'old: now zklock 1.2');
 
 # The hold survived.
 is($a->safe_psql('old', "SELECT state || ' ' || fencing_token FROM zk_locks WHERE pid = $h_pid AND name = 'up'"),
@@ -51,7 +57,7 @@ zk_wait_empty($zk, '/zklock/up', 'after the release');
 is($a->safe_psql('old', "SELECT zk_lock_verify('up', $token)"), 'f', 'old: zk_lock_verify: the released token holds no more');
 $h->quit;
 
-# The upgraded database has what a fresh 1.1 has.
+# The upgraded database has what a fresh 1.2 has.
 my $members = q{
 SELECT pg_describe_object(classid, objid, objsubid)
   FROM pg_depend
@@ -59,20 +65,22 @@ SELECT pg_describe_object(classid, objid, objsubid)
    AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'zklock')
  ORDER BY 1};
 my $old_members = $a->safe_psql('old', $members);
-is($old_members, $a->safe_psql('postgres', $members), 'the upgraded database has the member objects of a fresh 1.1');
+is($old_members, $a->safe_psql('postgres', $members), 'the upgraded database has the member objects of a fresh 1.2');
 like($old_members, qr/^function zk_fence\(text,bigint\)$/m, '... among them zk_fence');
 like($old_members, qr/^table zk_fence_tokens$/m, '... and the fencing table');
 
 my $functions = q{
 SELECT p.oid::regprocedure::text || E'\n' || pg_get_functiondef(p.oid)
        || E'\nacl: ' || coalesce(p.proacl::text, '(default)')
+       || E'\ninitial: ' || coalesce((SELECT i.initprivs::text FROM pg_init_privs i
+                                      WHERE i.objoid = p.oid AND i.classoid = 'pg_proc'::regclass AND i.objsubid = 0), '(none)')
   FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
  WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
    AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'zklock')
  ORDER BY 1};
 my $old_fns = $a->safe_psql('old', $functions);
 my $new_fns = $a->safe_psql('postgres', $functions);
-is($old_fns, $new_fns, 'the function definitions and their privileges are identical');
+is($old_fns, $new_fns, 'the function definitions, their privileges and initial privileges are identical');
 if ($old_fns ne $new_fns)
 {
 	my %new = map { $_ => 1 } split /\n(?=\w+\()/, $new_fns;
@@ -109,5 +117,25 @@ is( sql_result($a,
 		"\\c old\nSELECT zk_semaphore_try('ups', 2), zk_semaphore_try('ups', 2), zk_semaphore_release('ups'), zk_semaphore_release('ups')"),
 	't|t|t|t', 'old: a session takes a semaphore twice (reentrant) and releases it');
 zk_wait_empty($zk, '/zklock/ups/leases', 'after the semaphore');
+
+# 1.1 to 1.2 with zk_status() granted to a monitoring role (README's
+# monitoring section grants it so): the update must not lose the grant.
+$a->safe_psql('postgres', 'CREATE ROLE watcher LOGIN; CREATE DATABASE mid');
+$a->safe_psql('mid', "CREATE EXTENSION zklock VERSION '1.1'; GRANT EXECUTE ON FUNCTION zk_status() TO watcher");
+my @as_watcher = (extra_params => [ '-U', 'watcher' ]);
+my $status = q{SELECT count(*) FROM zk_status() s, json_object_keys(row_to_json(s))};
+is($a->safe_psql('mid', $status, @as_watcher), '18', "mid: the role calls 1.1's zk_status() (18 columns)");
+$a->safe_psql('mid', 'ALTER EXTENSION zklock UPDATE');
+is($a->safe_psql('mid', "SELECT extversion FROM pg_extension WHERE extname = 'zklock'"), '1.2', 'mid: now zklock 1.2');
+is($a->safe_psql('mid', $status, @as_watcher), '20', '... the role still calls zk_status(), now with 20 columns');
+is($a->safe_psql('mid', 'SELECT deadlock_checks >= 0 AND deadlocks_found >= 0 FROM zk_status()', @as_watcher),
+	't', '... among them deadlock_checks and deadlocks_found');
+is($a->safe_psql('mid', $members), $a->safe_psql('postgres', $members), 'mid: the member objects of a fresh 1.2');
+like((run_command([ 'pg_dump', '--schema-only', '-d', $a->connstr('mid') ]))[0],
+	qr/^GRANT ALL ON FUNCTION public\.zk_status\(.*\) TO watcher;$/m, 'mid: pg_dump dumps the grant');
+# Without the grant it is a fresh 1.2: definitions, privileges and initial
+# privileges.
+$a->safe_psql('mid', 'REVOKE EXECUTE ON FUNCTION zk_status() FROM watcher');
+is($a->safe_psql('mid', $functions), $new_fns, "mid: the grant was the only difference from a fresh 1.2's functions");
 
 done_testing();
