@@ -587,6 +587,8 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 		TimestampTz since;
 		int			zk_rc;
 		TimestampTz conn_deadline;
+		TimestampTz proof_until = 0;
+		bool		usable;
 
 		LWLockAcquire(zkl_shared->lock, LW_SHARED);
 		state = slot->state;
@@ -611,19 +613,28 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 			return zk_rc;
 		}
 
+		/*
+		 * A session the worker cannot prove alive (a frozen worker, a
+		 * silent server) is no better than none: the answer is waited for
+		 * zklock.connect_timeout past the proof's end, then given up.
+		 */
+		usable = session == ZKL_SESSION_CONNECTED && zkl_session_proven(NULL, &proof_until);
+		if (session == ZKL_SESSION_CONNECTED)
+			since = proof_until;
 		conn_deadline = TimestampTzPlusMilliseconds(Max(start, since), zkl_connect_timeout);
-		if (session != ZKL_SESSION_CONNECTED && GetCurrentTimestamp() >= conn_deadline)
+		if (!usable && GetCurrentTimestamp() >= conn_deadline)
 		{
 			zkl_cancel_wait(false);
 			ereport(ERROR,
 					(errcode(ERRCODE_ZKLOCK_UNAVAILABLE),
 					 errmsg("could not reach ZooKeeper for lock \"%s\"", name),
+					 session == ZKL_SESSION_CONNECTED ?
+					 errdetail("No answer from ZooKeeper for %d ms past the session's last proof (zklock.connect_timeout).", zkl_connect_timeout) :
 					 errdetail("No ZooKeeper session for %d ms (zklock.connect_timeout).", zkl_connect_timeout),
 					 errhint("Check that zklock.hosts (\"%s\") lists running ZooKeeper servers.", zkl_hosts)));
 		}
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH |
-						 (session != ZKL_SESSION_CONNECTED ? WL_TIMEOUT : 0),
-						 session != ZKL_SESSION_CONNECTED ? zkl_ms_until(conn_deadline, GetCurrentTimestamp()) : -1,
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 zkl_ms_until(usable ? proof_until : conn_deadline, GetCurrentTimestamp()),
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();

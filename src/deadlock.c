@@ -507,8 +507,11 @@ zkl_deadlock_check(int slotno, uint32 generation, const char *name)
 	spare = zkl_shared->nslots - zkl_shared->nused;
 	LWLockRelease(zkl_shared->lock);
 
-	/* Reads take a slot each: a full table waits for the next check. */
-	if (waiting && spare >= 2)
+	/*
+	 * Reads take a slot each: a full table waits for the next check, as does
+	 * a session the worker cannot prove alive.
+	 */
+	if (waiting && spare >= 2 && zkl_session_proven(NULL, NULL))
 	{
 		own.cluster = zkl_own_cluster_label();
 		zkl_publish_wait();
