@@ -68,6 +68,13 @@ static int	zkl_max_xact_holds = 0;
 static bool zkl_exit_registered = false;
 static bool zkl_commit_waiting = false; /* our slots say commit_waiting */
 
+/*
+ * A subtransaction zklock opened itself (zkl_try_jsonb, which a deadlock
+ * check calls while this backend waits): its abort is no rollback of the
+ * caller's work, and must not cancel the wait.
+ */
+bool		zkl_internal_subxact = false;
+
 /* The request this backend is waiting for, if any. */
 static int	zkl_wait_slotno = -1;
 static uint32 zkl_wait_generation = 0;
@@ -614,8 +621,8 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 		}
 
 		/*
-		 * A session the worker cannot prove alive (a frozen worker, a
-		 * silent server) is no better than none: the answer is waited for
+		 * A session the worker cannot prove alive (a frozen worker, a silent
+		 * server) is no better than none: the answer is waited for
 		 * zklock.connect_timeout past the proof's end, then given up.
 		 */
 		usable = session == ZKL_SESSION_CONNECTED && zkl_session_proven(NULL, &proof_until);
@@ -1357,7 +1364,7 @@ zkl_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 {
 	int			level;
 
-	if (zkl_shared == NULL || zkl_locks == NULL)
+	if (zkl_shared == NULL || zkl_locks == NULL || zkl_internal_subxact)
 		return;
 	level = GetCurrentTransactionNestLevel();
 	if (event == SUBXACT_EVENT_ABORT_SUB)

@@ -78,6 +78,8 @@ zkl_try_jsonb(const char *data)
 	ResourceOwner owner = CurrentResourceOwner;
 	Datum		result = (Datum) 0;
 
+	/* Not the caller's subtransaction: a wait in progress is left alone. */
+	zkl_internal_subxact = true;
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
@@ -93,6 +95,7 @@ zkl_try_jsonb(const char *data)
 		result = (Datum) 0;
 	}
 	PG_END_TRY();
+	zkl_internal_subxact = false;
 	MemoryContextSwitchTo(cxt);
 	CurrentResourceOwner = owner;
 	return result;

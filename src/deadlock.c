@@ -40,6 +40,7 @@
 #include "miscadmin.h"
 #include "postmaster/postmaster.h"
 #include "storage/dsm.h"
+#include "storage/proc.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
@@ -382,6 +383,20 @@ zkl_follow_heavyweight(zkl_graph *g, zkl_backend_ref who, const char *cluster)
 }
 
 /*
+ * Whether some backend of this cluster waits on a PostgreSQL lock now.  Read
+ * without the lock manager's locks: a wait that begins just after is seen by
+ * the next check.
+ */
+static bool
+zkl_heavyweight_waits(void)
+{
+	for (uint32 i = 0; i < ProcGlobal->allProcCount; i++)
+		if (ProcGlobal->allProcs[i].pid != 0 && ProcGlobal->allProcs[i].waitLock != NULL)
+			return true;
+	return false;
+}
+
+/*
  * One reading of the graph: from own (this backend's wait) when detecting,
  * or from every published wait when showing them all (own NULL).
  */
@@ -398,6 +413,13 @@ zkl_read_graph(const zkl_published *own, int max_dirs)
 	g->dirs = palloc0(sizeof(zkl_dir_read) * max_dirs);
 	zkl_read_waits(g);
 
+	/*
+	 * A cycle through own needs another published wait, or a wait on a
+	 * PostgreSQL lock here: without either, no directory need be read.
+	 */
+	if (own && !zkl_heavyweight_waits() &&
+		(g->nwaits == 0 || (g->nwaits == 1 && zkl_backend_equal(g->waits[0].who, own->who))))
+		return g;
 	if (own)
 		zkl_follow_later(g, own->who);
 	else
