@@ -73,7 +73,7 @@ static bool zkl_commit_waiting = false; /* our slots say commit_waiting */
  * check calls while this backend waits): its abort is no rollback of the
  * caller's work, and must not cancel the wait.
  */
-bool		zkl_internal_subxact = false;
+SubTransactionId zkl_internal_subxact = InvalidSubTransactionId;
 
 /* The request this backend is waiting for, if any. */
 static int	zkl_wait_slotno = -1;
@@ -652,7 +652,8 @@ static void zkl_report_failed(const char *name, const char *dir, int zk_rc) pg_a
 static void zkl_report_timeout(const char *name, int64 timeout_ms, bool connected,
 							   bool behind) pg_attribute_noreturn();
 static void zkl_report_no_session(const char *name, int64 try_wait_ms) pg_attribute_noreturn();
-static void zkl_report_deadlock(const char *name, const char *cycle) pg_attribute_noreturn();
+static void zkl_report_deadlock(const char *name, int slotno, uint32 generation,
+								const char *cycle);
 
 /*
  * Describe a new request of this backend, claim a slot for it and hand it
@@ -740,11 +741,29 @@ zkl_report_timeout(const char *name, int64 timeout_ms, bool connected, bool behi
 
 /*
  * This request is the victim of a cycle of waits (deadlock.c): it gives up,
- * as a timeout would, and says what the cycle was.
+ * as a timeout would, and says what the cycle was.  A request granted since
+ * the check is no victim: it returns, and the caller finds the grant.
  */
 static void
-zkl_report_deadlock(const char *name, const char *cycle)
+zkl_report_deadlock(const char *name, int slotno, uint32 generation, const char *cycle)
 {
+	zkl_slot   *slot = &zkl_shared->slots[slotno];
+	bool		waiting;
+
+	/* Withdrawn only if still waiting, in one step with the test. */
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	waiting = slot->generation == generation && slot->state == ZKL_SLOT_WAITING;
+	if (waiting)
+	{
+		slot->state = ZKL_SLOT_RELEASING;
+		slot->wanted = false;
+		zkl_queue_push(slotno);
+	}
+	LWLockRelease(zkl_shared->lock);
+	if (!waiting)
+		return;
+	zkl_wake_worker();
+	zkl_wait_slotno = -1;
 	zkl_cancel_wait(false);
 	zkl_count(deadlocks_found);
 	ereport(ERROR,
@@ -846,12 +865,14 @@ zkl_await_grant(const char *name, const char *dir, int slotno, uint32 generation
 		if (deadline != 0)
 			wake = now < deadline ? deadline : proof_until;
 
-		if (next_check != 0 && now >= next_check && session == ZKL_SESSION_CONNECTED)
+		if (next_check != 0 && now >= next_check)
 		{
-			char	   *cycle = zkl_deadlock_check(slotno, generation, name);
+			/* Without a session there is nothing to read: look again later. */
+			char	   *cycle = session == ZKL_SESSION_CONNECTED ?
+			zkl_deadlock_check(slotno, generation, name) : NULL;
 
 			if (cycle)
-				zkl_report_deadlock(name, cycle);
+				zkl_report_deadlock(name, slotno, generation, cycle);
 			now = GetCurrentTimestamp();
 			next_check = TimestampTzPlusMilliseconds(now, DeadlockTimeout);
 			/* What happened meanwhile is looked at before sleeping. */
@@ -1364,7 +1385,7 @@ zkl_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 {
 	int			level;
 
-	if (zkl_shared == NULL || zkl_locks == NULL || zkl_internal_subxact)
+	if (zkl_shared == NULL || zkl_locks == NULL || mySubid == zkl_internal_subxact)
 		return;
 	level = GetCurrentTransactionNestLevel();
 	if (event == SUBXACT_EVENT_ABORT_SUB)

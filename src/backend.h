@@ -31,7 +31,7 @@ extern bool zkl_release_session(text *name, zkl_mode mode);
 extern void zkl_release_all_session(void);
 extern bool zkl_held_token(text *name, int64 *token);
 extern bool zkl_session_proven(int *timeout_ms, TimestampTz *until);
-extern bool zkl_internal_subxact;
+extern SubTransactionId zkl_internal_subxact;
 extern void zkl_publish_wait(void);
 extern void zkl_end_publication(void);
 extern int	zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *node,

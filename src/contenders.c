@@ -78,9 +78,9 @@ zkl_try_jsonb(const char *data)
 	ResourceOwner owner = CurrentResourceOwner;
 	Datum		result = (Datum) 0;
 
-	/* Not the caller's subtransaction: a wait in progress is left alone. */
-	zkl_internal_subxact = true;
 	BeginInternalSubTransaction(NULL);
+	/* Not the caller's subtransaction: a wait in progress is left alone. */
+	zkl_internal_subxact = GetCurrentSubTransactionId();
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
@@ -95,7 +95,7 @@ zkl_try_jsonb(const char *data)
 		result = (Datum) 0;
 	}
 	PG_END_TRY();
-	zkl_internal_subxact = false;
+	zkl_internal_subxact = InvalidSubTransactionId;
 	MemoryContextSwitchTo(cxt);
 	CurrentResourceOwner = owner;
 	return result;

@@ -188,6 +188,26 @@ zkl_lock_of_dir(const char *dir)
 }
 
 /*
+ * Whether a published wait names a lock directory of ours and a node in
+ * it: anything may be written under .waits by a client of that session,
+ * and only zklock's own directories are read on its word.
+ */
+static bool
+zkl_lock_dir_ok(const char *dir, const char *node)
+{
+	const char *root = strcmp(zkl_root, "/") == 0 ? "" : zkl_root;
+	size_t		len = strlen(root);
+	const char *name;
+
+	if (dir == NULL || node == NULL || strlen(dir) >= ZKL_MAX_DIR_LEN ||
+		strncmp(dir, root, len) != 0 || dir[len] != '/')
+		return false;
+	name = dir + len + 1;
+	return name[0] != '\0' && name[0] != '.' && strchr(name, '/') == NULL &&
+		node[0] != '\0' && strlen(node) < ZKL_MAX_NODE_LEN && strchr(node, '/') == NULL;
+}
+
+/*
  * Read every published wait.  A node is taken only when its name is
  * "<session>-<pid>" and it belongs to that session, as the worker makes
  * them; anything else under .waits is not a wait.
@@ -217,7 +237,7 @@ zkl_read_waits(zkl_graph *g)
 			name[used] != '\0' || (int64) session != e->owner || pid <= 0)
 			continue;
 		json = zkl_try_jsonb(data);
-		if (json != (Datum) 0)
+		if (json != (Datum) 0 && JsonContainerIsObject(&DatumGetJsonbP(json)->root))
 		{
 			Jsonb	   *jb = DatumGetJsonbP(json);
 			zkl_published *w = &g->waits[g->nwaits];
@@ -237,7 +257,7 @@ zkl_read_waits(zkl_graph *g)
 			w->cluster = zkl_cluster_label(zkl_json_field_text(req, "cluster"),
 										   zkl_json_field_text(req, "host"),
 										   zkl_json_field_text(req, "port"));
-			if (w->dir && w->node && w->czxid != 0)
+			if (zkl_lock_dir_ok(w->dir, w->node) && w->czxid != 0)
 				g->nwaits++;
 		}
 	}
@@ -530,10 +550,11 @@ zkl_deadlock_check(int slotno, uint32 generation, const char *name)
 	LWLockRelease(zkl_shared->lock);
 
 	/*
-	 * Reads take a slot each: a full table waits for the next check, as does
-	 * a session the worker cannot prove alive.
+	 * Reads take a slot each: a table nearly full waits for the next check
+	 * (one spare slot could still be taken by others meanwhile, and the check
+	 * fail), as does a session the worker cannot prove alive.
 	 */
-	if (waiting && spare >= 2 && zkl_session_proven(NULL, NULL))
+	if (waiting && spare > Max(4, zkl_shared->nslots / 20) && zkl_session_proven(NULL, NULL))
 	{
 		own.cluster = zkl_own_cluster_label();
 		zkl_publish_wait();

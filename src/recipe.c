@@ -1166,12 +1166,29 @@ zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite)
 		snprintf(slot->node, sizeof(slot->node), "%016llx-%d",
 				 (unsigned long long) zkl_shared->session_id, slot->pid);
 	}
+	else if (slot->node[0] != '\0')
+	{
+		/*
+		 * The wait ended, but an earlier create of the node (cut off by a
+		 * connection loss, or of the worker before this one) may have taken
+		 * effect: it is deleted, now or when the backend gives it up.
+		 */
+		if (slot->wanted)
+			slot->state = ZKL_SLOT_HELD;
+	}
 	else if (slot->wanted)
 		slot->state = ZKL_SLOT_HELD;
 	else
 		free_it = true;
 	LWLockRelease(zkl_shared->lock);
 
+	if (!waiting && slot->node[0] != '\0')
+	{
+		zkl_works[slotno].phase = ZKL_PH_PUBLISHED;
+		if (!slot->wanted)
+			zkl_send_delete(slotno, slot);
+		return;
+	}
 	if (!waiting)
 	{
 		zkl_end_work(&zkl_works[slotno]);

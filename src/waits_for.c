@@ -21,6 +21,21 @@
  * up.  A member waiting on a PostgreSQL lock (czxid 0) never is the
  * victim: it is not a zklock request and has no zklock wait to give up.
  *
+ * A cycle that goes through a wait on a PostgreSQL lock is seen only by
+ * its cluster (pg_blocking_pids answers for its own backends alone): the
+ * newest zklock request of such a cycle may belong to another cluster,
+ * which cannot see the cycle and would never give up.  Such a cycle's
+ * victim is therefore the newest zklock request of the cluster whose
+ * PostgreSQL lock it goes through (the detector's own session, since a
+ * detector follows only its own cluster's PostgreSQL locks): every member
+ * of that cluster sees the whole cycle and agrees.  Every such cycle has a
+ * zklock request of that cluster: the waits on PostgreSQL locks lead to a
+ * backend of it that waits on a zklock, or the cycle would be PostgreSQL's
+ * own.  A detector is thus the victim of a cycle through it when every
+ * other zklock waiter of the cycle is older, or when the cycle has a wait
+ * on a PostgreSQL lock and every other zklock waiter of its own cluster
+ * is older.
+ *
  * A backend has at most one zklock wait at a time; if edges of several
  * readings disagree, its highest czxid counts.  Cycles are searched to a
  * bounded length (max_cycle edges): a longer cycle is not seen.
@@ -39,11 +54,14 @@ typedef struct zkl_cycle_search
 	zkl_backend_ref self;
 	bool		only_older;		/* other zklock waiters must be older than
 								 * self_czxid */
+	bool		own_cluster;	/* ... only those of self's session, and the
+								 * cycle must have a PostgreSQL lock wait */
 	int64_t		self_czxid;
 	int		   *path;
 	int			max_path;
-	int		   *explored;		/* per edge: its blocker was searched from at
-								 * this depth (+ 1), or 0 */
+	int		   *explored[2];	/* per edge: its blocker was searched from at
+								 * this depth (+ 1), or 0; [1] with a
+								 * PostgreSQL lock wait on the path */
 } zkl_cycle_search;
 
 bool
@@ -73,12 +91,17 @@ zkl_wait_czxid(const zkl_wait_edge *edges, int nedges, zkl_backend_ref backend)
  * more of the bound left.
  */
 static bool
-zkl_explored(const zkl_cycle_search *s, zkl_backend_ref backend, int depth)
+zkl_explored(const zkl_cycle_search *s, zkl_backend_ref backend, int depth, bool heavy)
 {
-	for (int i = 0; i < s->nedges; i++)
-		if (s->explored[i] != 0 && s->explored[i] <= depth + 1 &&
-			zkl_backend_equal(s->edges[i].blocker, backend))
-			return true;
+	/*
+	 * With a PostgreSQL lock wait on the path every way back is a cycle: no
+	 * way back from there means none without one either.
+	 */
+	for (int k = heavy ? 1 : 0; k < 2; k++)
+		for (int i = 0; i < s->nedges; i++)
+			if (s->explored[k][i] != 0 && s->explored[k][i] <= depth + 1 &&
+				zkl_backend_equal(s->edges[i].blocker, backend))
+				return true;
 	return false;
 }
 
@@ -90,25 +113,31 @@ zkl_explored(const zkl_cycle_search *s, zkl_backend_ref backend, int depth)
  * how much of the bound is left.
  */
 static int
-zkl_search_from(zkl_cycle_search *s, zkl_backend_ref at, int depth)
+zkl_search_from(zkl_cycle_search *s, zkl_backend_ref at, int depth, bool heavy)
 {
 	for (int i = 0; i < s->nedges; i++)
 	{
 		const zkl_wait_edge *e = &s->edges[i];
+		bool		now_heavy = heavy || e->kind == ZKL_WAIT_HEAVYWEIGHT;
 		int			found;
 
 		if (!zkl_backend_equal(e->waiter, at))
 			continue;
 		s->path[depth] = i;
 		if (zkl_backend_equal(e->blocker, s->self))
-			return depth + 1;
-		if (depth + 1 >= s->max_path || zkl_explored(s, e->blocker, depth + 1))
+		{
+			if (now_heavy)
+				return depth + 1;
+			continue;
+		}
+		if (depth + 1 >= s->max_path || zkl_explored(s, e->blocker, depth + 1, now_heavy))
 			continue;
 		if (s->only_older &&
+			(!s->own_cluster || e->blocker.session == s->self.session) &&
 			zkl_wait_czxid(s->edges, s->nedges, e->blocker) >= s->self_czxid)
 			continue;
-		s->explored[i] = depth + 2;
-		found = zkl_search_from(s, e->blocker, depth + 1);
+		s->explored[now_heavy ? 1 : 0][i] = depth + 2;
+		found = zkl_search_from(s, e->blocker, depth + 1, now_heavy);
 		if (found > 0)
 			return found;
 	}
@@ -117,9 +146,10 @@ zkl_search_from(zkl_cycle_search *s, zkl_backend_ref at, int depth)
 
 static int
 zkl_find_cycle(const zkl_wait_edge *edges, int nedges, zkl_backend_ref self,
-			   bool only_older, int64_t self_czxid, int *cycle, int max_cycle)
+			   bool only_older, bool own_cluster, int64_t self_czxid,
+			   int *cycle, int max_cycle)
 {
-	int			explored[ZKL_MAX_WAIT_EDGES];
+	int			explored[2][ZKL_MAX_WAIT_EDGES];
 	zkl_cycle_search s;
 
 	if (nedges > ZKL_MAX_WAIT_EDGES)
@@ -131,11 +161,14 @@ zkl_find_cycle(const zkl_wait_edge *edges, int nedges, zkl_backend_ref self,
 	s.nedges = nedges;
 	s.self = self;
 	s.only_older = only_older;
+	s.own_cluster = own_cluster;
 	s.self_czxid = self_czxid;
 	s.path = cycle;
 	s.max_path = max_cycle;
-	s.explored = explored;
-	return zkl_search_from(&s, self, 0);
+	s.explored[0] = explored[0];
+	s.explored[1] = explored[1];
+	/* Unless a PostgreSQL lock wait is required, start as if one were seen. */
+	return zkl_search_from(&s, self, 0, !own_cluster);
 }
 
 /*
@@ -149,8 +182,13 @@ zkl_deadlock_victim_cycle(const zkl_wait_edge *edges, int nedges,
 						  zkl_backend_ref self, int64_t self_czxid,
 						  int *cycle, int max_cycle)
 {
-	return zkl_find_cycle(edges, nedges, self, true, self_czxid,
-						  cycle, max_cycle);
+	int			len = zkl_find_cycle(edges, nedges, self, true, false, self_czxid,
+									 cycle, max_cycle);
+
+	if (len == 0)
+		len = zkl_find_cycle(edges, nedges, self, true, true, self_czxid,
+							 cycle, max_cycle);
+	return len;
 }
 
 /*
@@ -162,5 +200,5 @@ int
 zkl_deadlock_any_cycle(const zkl_wait_edge *edges, int nedges,
 					   zkl_backend_ref self, int *cycle, int max_cycle)
 {
-	return zkl_find_cycle(edges, nedges, self, false, 0, cycle, max_cycle);
+	return zkl_find_cycle(edges, nedges, self, false, false, 0, cycle, max_cycle);
 }

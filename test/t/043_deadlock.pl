@@ -197,6 +197,29 @@ sub sum_counter
 	no_nodes_left('zklock and row lock', 'm');
 }
 
+# (5b) The same through another cluster whose request is the newest: A1
+# waits for zklock n1, which B1 holds; B1 (the newer request) waits for n2,
+# which A3 holds; A3 waits for a row A1 has updated.  B cannot see A's row
+# lock, so the victim is A's newest request of the cycle: A1.
+{
+	my $s3 = holder($a, 'n2');
+	my $s1 = holder($a);
+	$s1->query_safe('UPDATE rows SET v = v + 100 WHERE id = 1');
+	my $sb = holder($b, 'n1');
+	start_wait($s1, $a, 'n1');
+	start_wait($sb, $b, 'n2');
+	$s3->query_until(qr/started/, "\\echo started\nUPDATE rows SET v = v + 1000 WHERE id = 1;\n\\echo done\n");
+	is(finish_wait($s1), '40P01', 'a row lock and a newer request of another cluster: the newest request of the row lock\'s cluster fails with 40P01');
+	like($s1->{last_err}, qr/Process $s1->{pid} of cluster "a" waits for ZooKeeper lock "n1" in exclusive mode; blocked by process $sb->{pid} of cluster "b"\.\nProcess $sb->{pid} of cluster "b" waits for ZooKeeper lock "n2" in exclusive mode; blocked by process $s3->{pid} of cluster "a"\.\nProcess $s3->{pid} of cluster "a" waits for a PostgreSQL lock; blocked by process $s1->{pid}\./,
+		'the detail names the three edges');
+	$s3->query_until(qr/done/, '');
+	is($s3->{stderr}, '', "A3's update went through");
+	$s3->query_safe('COMMIT');
+	is(finish_wait($sb), 'granted', 'B1 is granted n2 once A3 committed');
+	end_all($s1, $s3, $sb);
+	no_nodes_left('row lock and another cluster', 'n1', 'n2');
+}
+
 # (6) Another client is a leaf.  kazoo holds k1 and waits for k2, which A
 # holds; A waits for k1.  A real cycle, but kazoo publishes nothing: A is
 # never failed because of it and waits until lock_timeout (55P03).

@@ -229,7 +229,10 @@ next_random(void)
 	return rng;
 }
 
-/* Backends in a random graph. */
+/*
+ * Backends in a random graph: of one cluster, since waits on PostgreSQL
+ * locks join backends of one cluster only (two clusters: below).
+ */
 #define NB 6
 
 /*
@@ -278,8 +281,8 @@ test_random_graphs(void)
 				if (i != j && next_random() % 5 == 0)
 				{
 					adj[i][j] = 1;
-					edges[nedges++] = czxid[i] ? zk_edge(be(i, 0), be(j, 0), czxid[i])
-						: hw_edge(be(i, 0), be(j, 0));
+					edges[nedges++] = czxid[i] ? zk_edge(be(0, i), be(0, j), czxid[i])
+						: hw_edge(be(0, i), be(0, j));
 				}
 		}
 		for (int i = 0; i < NB; i++)
@@ -293,12 +296,12 @@ test_random_graphs(void)
 				continue;
 			on_path[i] = 1;
 			expect = brute_victim(adj, czxid, i, i, on_path);
-			got = zkl_deadlock_victim_cycle(edges, nedges, be(i, 0), czxid[i], cycle, ZKL_MAX_CYCLE);
+			got = zkl_deadlock_victim_cycle(edges, nedges, be(0, i), czxid[i], cycle, ZKL_MAX_CYCLE);
 			if ((got > 0) != expect)
 				mismatches++;
 			if (got > 0)
 			{
-				if (!is_cycle_from(edges, cycle, got, be(i, 0)))
+				if (!is_cycle_from(edges, cycle, got, be(0, i)))
 					unsound++;
 				for (int k = 1; k < got; k++)
 					if (edges[cycle[k]].czxid >= czxid[i])
@@ -334,22 +337,22 @@ test_one_cycle_one_victim(void)
 			czxid[i] = (i > 0 && next_random() % 3 == 0) ? 0 : 1 + i + NB * (int64_t) (next_random() % 50);
 		for (int i = 0; i < k; i++)
 		{
-			edges[nedges++] = czxid[i] ? zk_edge(be(i, 0), be((i + 1) % k, 0), czxid[i])
-				: hw_edge(be(i, 0), be((i + 1) % k, 0));
+			edges[nedges++] = czxid[i] ? zk_edge(be(0, i), be(0, (i + 1) % k), czxid[i])
+				: hw_edge(be(0, i), be(0, (i + 1) % k));
 			if (czxid[i] && (newest < 0 || czxid[i] > czxid[newest]))
 				newest = i;
 		}
 		for (int i = 0; i < NB; i++)
 			for (int j = k > i + 1 ? k : i + 1; j < NB; j++)
 				if (next_random() % 3 == 0)
-					edges[nedges++] = czxid[i] ? zk_edge(be(i, 0), be(j, 0), czxid[i])
-						: hw_edge(be(i, 0), be(j, 0));
+					edges[nedges++] = czxid[i] ? zk_edge(be(0, i), be(0, j), czxid[i])
+						: hw_edge(be(0, i), be(0, j));
 		for (int i = 0; i < NB; i++)
 		{
 			int			cycle[ZKL_MAX_CYCLE];
 
 			if (czxid[i] &&
-				zkl_deadlock_victim_cycle(edges, nedges, be(i, 0), czxid[i], cycle, ZKL_MAX_CYCLE) > 0)
+				zkl_deadlock_victim_cycle(edges, nedges, be(0, i), czxid[i], cycle, ZKL_MAX_CYCLE) > 0)
 			{
 				victims++;
 				if (i != newest)
@@ -360,6 +363,117 @@ test_one_cycle_one_victim(void)
 			wrong++;
 	}
 	check(wrong == 0, "2000 graphs with one cycle: exactly one victim each, its newest request");
+}
+
+/*
+ * A cycle through a PostgreSQL lock of cluster 1, whose newest zklock
+ * request is of cluster 2: cluster 2 cannot see the PostgreSQL lock, so
+ * the victim is the newest request of cluster 1.
+ */
+static void
+test_heavyweight_cycle_other_cluster_newest(void)
+{
+	/* A(1) waits for B(2); B waits for C(1); C waits for A's row. */
+	zkl_wait_edge all[] = {
+		zk_edge(be(1, 1), be(2, 1), 5),
+		zk_edge(be(2, 1), be(1, 3), 9),
+		hw_edge(be(1, 3), be(1, 1)),
+	};
+
+	/* A2(1) too: A1 -> B -> C -> A2 -> A1, A2 newer than A1. */
+	zkl_wait_edge two[] = {
+		zk_edge(be(1, 1), be(2, 1), 5),
+		zk_edge(be(2, 1), be(1, 3), 9),
+		hw_edge(be(1, 3), be(1, 2)),
+		zk_edge(be(1, 2), be(1, 1), 7),
+	};
+	int			cycle[ZKL_MAX_CYCLE];
+	int			len;
+
+	len = zkl_deadlock_victim_cycle(all, 3, be(1, 1), 5, cycle, ZKL_MAX_CYCLE);
+	check(len == 3 && is_cycle_from(all, cycle, len, be(1, 1)),
+		  "a cycle through a PostgreSQL lock: the newest request of that lock's cluster is the victim");
+	/* B sees no PostgreSQL lock of cluster 1: only its own two edges. */
+	len = zkl_deadlock_victim_cycle(all, 2, be(2, 1), 9, cycle, ZKL_MAX_CYCLE);
+	check(len == 0, "... and the newer request of the other cluster, which cannot see the cycle, is not");
+	len = zkl_deadlock_victim_cycle(two, 4, be(1, 2), 7, cycle, ZKL_MAX_CYCLE);
+	check(len == 4 && is_cycle_from(two, cycle, len, be(1, 2)),
+		  "with two requests of that cluster, its newer one is the victim");
+	len = zkl_deadlock_victim_cycle(two, 4, be(1, 1), 5, cycle, ZKL_MAX_CYCLE);
+	check(len == 0, "... and its older one is not");
+}
+
+/*
+ * One cycle over backends of two clusters, as each member sees it: waits
+ * on PostgreSQL locks (between two backends of cluster 0) are seen by
+ * cluster 0 alone.  Exactly one member gives up: the newest request of the
+ * cycle, or, when the cycle goes through a PostgreSQL lock, the newest
+ * request of cluster 0.
+ */
+static void
+test_two_cluster_cycles_one_victim(void)
+{
+	int			wrong = 0;
+	int			with_heavy = 0;
+
+	for (int round = 0; round < 3000; round++)
+	{
+		int			k = 2 + next_random() % (NB - 1);
+		int			cluster[NB];
+		int64_t		czxid[NB];
+		zkl_wait_edge edges[NB];
+		zkl_wait_edge visible[NB];
+		int			heavy = 0;
+		int			newest = -1;
+		int			victims = 0;
+
+		for (int i = 0; i < k; i++)
+			cluster[i] = next_random() % 2;
+		for (int i = 0; i < k; i++)
+		{
+			int			j = (i + 1) % k;
+
+			if (cluster[i] == 0 && cluster[j] == 0 && next_random() % 2 == 0)
+			{
+				czxid[i] = 0;
+				edges[i] = hw_edge(be(cluster[i], i), be(cluster[j], j));
+				heavy = 1;
+			}
+			else
+			{
+				czxid[i] = 1 + i + NB * (int64_t) (next_random() % 50);
+				edges[i] = zk_edge(be(cluster[i], i), be(cluster[j], j), czxid[i]);
+			}
+		}
+		for (int i = 0; i < k; i++)
+			if (czxid[i] && (!heavy || cluster[i] == 0) &&
+				(newest < 0 || czxid[i] > czxid[newest]))
+				newest = i;
+		if (newest < 0)
+			continue;			/* PostgreSQL's own cycle */
+		with_heavy += heavy;
+		for (int i = 0; i < k; i++)
+		{
+			int			cycle[ZKL_MAX_CYCLE];
+			int			n = 0;
+
+			if (czxid[i] == 0)
+				continue;
+			for (int e = 0; e < k; e++)
+				if (cluster[i] == 0 || edges[e].kind == ZKL_WAIT_ZKLOCK)
+					visible[n++] = edges[e];
+			if (zkl_deadlock_victim_cycle(visible, n, be(cluster[i], i), czxid[i], cycle, ZKL_MAX_CYCLE) > 0)
+			{
+				victims++;
+				if (i != newest)
+					wrong++;
+			}
+		}
+		if (victims != 1)
+			wrong++;
+	}
+	check(wrong == 0 && with_heavy > 100,
+		  "3000 cycles over two clusters, each member seeing its own: exactly one victim each, by the rule");
 }
 
 /* ---- the lock rule's blockers: the graph's zklock edges ---- */
@@ -407,6 +521,8 @@ main(void)
 	test_bound();
 	test_random_graphs();
 	test_one_cycle_one_victim();
+	test_heavyweight_cycle_other_cluster_newest();
+	test_two_cluster_cycles_one_victim();
 	test_blockers();
 	return tap_done();
 }
