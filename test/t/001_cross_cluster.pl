@@ -51,6 +51,9 @@ is(timed_acquire_state($b, 'abc.json', '10s'), 'granted', 'after A disconnects B
 $sa = bg_session($a);
 $sa->query_safe("SELECT zk_lock_acquire('abc.json')");
 my $sb = bg_session($b);
+# A wait that lasts deadlock_timeout looks for deadlocks, which takes reads
+# (043); this one is about the wait itself.
+$sb->query_safe("SET deadlock_timeout = '1min'");
 $sb->query_until(qr/waiting/, "\\echo waiting\nSELECT zk_lock_acquire('abc.json') > 0 AS got, extract(epoch FROM clock_timestamp()) AS granted_at;\n");
 wait_until(sub {
 	$b->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Extension' AND query LIKE '%abc.json%'") eq '1'
