@@ -75,6 +75,9 @@ static bool zkl_commit_waiting = false; /* our slots say commit_waiting */
  */
 SubTransactionId zkl_internal_subxact = InvalidSubTransactionId;
 
+/* A deadlock check is reading: its reads take reserve slots. */
+bool		zkl_checking = false;
+
 /* The request this backend is waiting for, if any. */
 static int	zkl_wait_slotno = -1;
 static uint32 zkl_wait_generation = 0;
@@ -92,7 +95,7 @@ static void zkl_xact_callback(XactEvent event, void *arg);
 static void zkl_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								 SubTransactionId parentSubid, void *arg);
 static void zkl_backend_exit(int code, Datum arg);
-static int	zkl_claim_slot(const char *name, const char *dir, TimestampTz start);
+static int	zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserve);
 
 static ProcessUtility_hook_type prev_process_utility = NULL;
 
@@ -330,7 +333,11 @@ zkl_publish_wait(void)
 
 	zkl_end_publication();
 	dir = zkl_waits_dir();
-	slotno = zkl_claim_slot(wait->name, dir, GetCurrentTimestamp());
+	slotno = zkl_claim_slot(wait->name, dir, GetCurrentTimestamp(), true);
+	pfree(dir);
+	/* No reserve slot left: unpublished, a leaf to others until next time. */
+	if (slotno < 0)
+		return;
 	slot = &zkl_shared->slots[slotno];
 	slot->inspect = true;
 	slot->op = ZKL_OP_PUBLISH;
@@ -342,7 +349,6 @@ zkl_publish_wait(void)
 	zkl_queue_push(slotno);
 	LWLockRelease(zkl_shared->lock);
 	zkl_wake_worker();
-	pfree(dir);
 }
 
 /* The wait is over: its publication, if any, is deleted. */
@@ -488,10 +494,11 @@ zkl_backend_cap(void)
 /*
  * Find a free slot and fill in what every request has.  Returns with
  * zkl_shared->lock held exclusively; the caller adds its own fields and
- * calls zkl_submit_slot.
+ * calls zkl_submit_slot.  A reserve slot (deadlock detection's) is taken
+ * from the reserve; none left there is -1, without the lock.
  */
 static int
-zkl_claim_slot(const char *name, const char *dir, TimestampTz start)
+zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserve)
 {
 	zkl_slot   *slot;
 	int			slotno;
@@ -504,14 +511,16 @@ zkl_claim_slot(const char *name, const char *dir, TimestampTz start)
 	zkl_local_init();
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	slotno = zkl_slot_take();
+	slotno = zkl_slot_take(reserve);
 	if (slotno < 0)
 	{
 		LWLockRelease(zkl_shared->lock);
+		if (reserve)
+			return -1;
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("out of zklock lock slots"),
-				 errdetail("All %d slots of this cluster are in use.", zkl_shared->nslots),
+				 errdetail("All %d slots of this cluster are in use.", zkl_shared->nlock_slots),
 				 errhint("Raise zklock.max_locks (this requires a restart).")));
 	}
 	slot = &zkl_shared->slots[slotno];
@@ -577,7 +586,13 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 	TimestampTz start = GetCurrentTimestamp();
 
 	zkl_require_shmem();
-	slotno = zkl_claim_slot(name, dir, start);
+	slotno = zkl_claim_slot(name, dir, start, zkl_checking);
+	if (slotno < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("out of zklock slots for deadlock detection"),
+				 errdetail("All %d reserve slots of this cluster are in use.",
+						   zkl_shared->nslots - zkl_shared->nlock_slots)));
 	slot = &zkl_shared->slots[slotno];
 	slot->inspect = true;
 	slot->op = op;
@@ -676,7 +691,7 @@ zkl_post_request(const char *name, const char *dir, zkl_mode mode, int permits, 
 	zkl_describe_holder(data, mode, xact, start);
 	zkl_random_uuid(uuid);
 
-	slotno = zkl_claim_slot(name, dir, start);
+	slotno = zkl_claim_slot(name, dir, start, false);
 	slot = &zkl_shared->slots[slotno];
 	slot->try_only = try_only;
 	/* A semaphore's own mutex is always Curator's InterProcessMutex. */

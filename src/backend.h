@@ -32,6 +32,7 @@ extern void zkl_release_all_session(void);
 extern bool zkl_held_token(text *name, int64 *token);
 extern bool zkl_session_proven(int *timeout_ms, TimestampTz *until);
 extern SubTransactionId zkl_internal_subxact;
+extern bool zkl_checking;
 extern void zkl_publish_wait(void);
 extern void zkl_end_publication(void);
 extern int	zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *node,
@@ -46,6 +47,9 @@ typedef struct zkl_contender
 	int64		session;		/* ephemeralOwner: the owner's session */
 	int64		ctime;			/* when the node was created, ms since 1970 */
 	int32		pid;			/* of a zklock node's backend, else 0 */
+	char	   *cluster;		/* of a zklock node: its description's */
+	char	   *host;			/* cluster, host and port, UTF-8, or NULL */
+	char	   *port;
 	char	   *node;
 	char	   *data;
 	int			data_len;
@@ -58,7 +62,10 @@ typedef struct zkl_contender
 } zkl_contender;
 
 extern dsm_segment *zkl_fetch_directory(const char *name, const char *dir);
-extern zkl_contender *zkl_read_contenders(const char *name, const char *dir, bool leases, int *count);
+extern zkl_contender *zkl_read_contenders(const char *name, const char *dir, bool leases,
+										  bool describe, int *count);
+extern bool zkl_json_fields(const char *data, int len, const char *const *keys, char **values,
+							int nkeys);
 extern Datum zkl_try_jsonb(const char *data);
 extern char *zkl_holder_field(Datum holder, const char *key);
 extern const char *zkl_client_of(const zkl_contender *c, bool is_zklock);

@@ -49,6 +49,170 @@ zkl_is_zklock_json(const char *data, int len)
 	return pg_parse_json(lex, &nullSemAction) == JSON_SUCCESS;
 }
 
+static int
+zkl_hex4(const char *s)
+{
+	int			v = 0;
+
+	for (int i = 0; i < 4; i++)
+	{
+		char		c = s[i];
+
+		v <<= 4;
+		if (c >= '0' && c <= '9')
+			v |= c - '0';
+		else if (c >= 'a' && c <= 'f')
+			v |= c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			v |= c - 'A' + 10;
+		else
+			return -1;
+	}
+	return v;
+}
+
+/*
+ * A JSON string token (quotes included, escapes checked by the lexer) as
+ * UTF-8: no conversion to the database's encoding, which may lack its
+ * characters.  NULL for an escape of U+0000 or a broken surrogate.
+ */
+static char *
+zkl_json_string_utf8(const char *tok, int len)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 1; i < len - 1; i++)
+	{
+		char		c = tok[i];
+		int			code;
+		unsigned char utf8[8];
+
+		if (c != '\\')
+		{
+			appendStringInfoChar(&buf, c);
+			continue;
+		}
+		c = tok[++i];
+		switch (c)
+		{
+			case 'b':
+				appendStringInfoChar(&buf, '\b');
+				break;
+			case 'f':
+				appendStringInfoChar(&buf, '\f');
+				break;
+			case 'n':
+				appendStringInfoChar(&buf, '\n');
+				break;
+			case 'r':
+				appendStringInfoChar(&buf, '\r');
+				break;
+			case 't':
+				appendStringInfoChar(&buf, '\t');
+				break;
+			case 'u':
+				if (i + 4 >= len - 1 || (code = zkl_hex4(tok + i + 1)) <= 0)
+					return NULL;
+				i += 4;
+				if (code >= 0xD800 && code <= 0xDBFF)
+				{
+					int			low = i + 6 < len - 1 && tok[i + 1] == '\\' && tok[i + 2] == 'u' ?
+					zkl_hex4(tok + i + 3) : -1;
+
+					if (low < 0xDC00 || low > 0xDFFF)
+						return NULL;
+					code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+					i += 6;
+				}
+				else if (code >= 0xDC00 && code <= 0xDFFF)
+					return NULL;
+				unicode_to_utf8((pg_wchar) code, utf8);
+				appendBinaryStringInfo(&buf, (char *) utf8, pg_utf_mblen(utf8));
+				break;
+			default:
+				appendStringInfoChar(&buf, c);	/* " \ / */
+				break;
+		}
+	}
+	return buf.data;
+}
+
+/*
+ * The top-level string and number fields keys[i] of JSON data into
+ * values[i] (NULL when absent), strings as UTF-8 whatever the database's
+ * encoding, so that a description with characters this database lacks is
+ * still read.  False, and every value NULL, when data is no JSON object.
+ */
+bool
+zkl_json_fields(const char *data, int len, const char *const *keys, char **values, int nkeys)
+{
+	JsonLexContext *lex;
+	int			depth = 0;
+	int			want = -1;		/* the key whose value comes next */
+	bool		expect_key = false;
+
+	memset(values, 0, sizeof(char *) * nkeys);
+	if (len == 0 || data[0] != '{' || memchr(data, '\0', len) != NULL)
+		return false;
+	/* The whole text is JSON first; escapes are not decoded (converted). */
+	lex = makeJsonLexContextCstringLen((char *) data, len, PG_UTF8, false);
+	if (pg_parse_json(lex, &nullSemAction) != JSON_SUCCESS)
+		return false;
+	lex = makeJsonLexContextCstringLen((char *) data, len, PG_UTF8, false);
+	while (json_lex(lex) == JSON_SUCCESS && lex->token_type != JSON_TOKEN_END)
+	{
+		const char *tok = lex->token_start;
+		int			toklen = lex->token_terminator - lex->token_start;
+
+		switch (lex->token_type)
+		{
+			case JSON_TOKEN_OBJECT_START:
+			case JSON_TOKEN_ARRAY_START:
+				depth++;
+				expect_key = depth == 1;
+				want = -1;
+				break;
+			case JSON_TOKEN_OBJECT_END:
+			case JSON_TOKEN_ARRAY_END:
+				depth--;
+				break;
+			case JSON_TOKEN_COMMA:
+				expect_key = depth == 1;
+				break;
+			case JSON_TOKEN_STRING:
+				if (depth == 1 && expect_key)
+				{
+					char	   *key = zkl_json_string_utf8(tok, toklen);
+
+					want = -1;
+					for (int k = 0; key && k < nkeys; k++)
+						if (strcmp(key, keys[k]) == 0)
+							want = k;
+					expect_key = false;
+				}
+				else if (depth == 1 && want >= 0)
+				{
+					values[want] = zkl_json_string_utf8(tok, toklen);
+					want = -1;
+				}
+				break;
+			case JSON_TOKEN_NUMBER:
+				if (depth == 1 && want >= 0)
+					values[want] = pnstrdup(tok, toklen);
+				want = -1;
+				break;
+			case JSON_TOKEN_COLON:
+				break;
+			default:
+				if (depth == 1)
+					want = -1;
+				break;
+		}
+	}
+	return true;
+}
+
 /*
  * Whether data, UTF-8 from ZooKeeper, is valid text here as it is: zklock
  * writes ASCII with \u escapes, which jsonb turns into this database's
@@ -216,8 +380,10 @@ zkl_lease_parse(const char *child, zkl_contender_name *out)
  * when the data is one, and its owner.  *count gets how many there are.
  */
 static zkl_contender *
-zkl_contenders_of(zkl_inspect_reply *reply, bool leases, int *count)
+zkl_contenders_of(zkl_inspect_reply *reply, bool leases, bool describe, int *count)
 {
+	static const char *const keys[] = {"system_identifier", "pid", "cluster", "host", "port"};
+
 	zkl_contender *all;
 	char	   *p;
 	int			n = 0;
@@ -228,6 +394,7 @@ zkl_contenders_of(zkl_inspect_reply *reply, bool leases, int *count)
 	{
 		zkl_inspect_entry *e = (zkl_inspect_entry *) p;
 		zkl_contender *c = &all[n];
+		char	   *f[lengthof(keys)];
 
 		c->node = pnstrdup(p + sizeof(zkl_inspect_entry), e->name_len);
 		c->data = pnstrdup(p + sizeof(zkl_inspect_entry) + e->name_len, e->data_len);
@@ -239,23 +406,21 @@ zkl_contenders_of(zkl_inspect_reply *reply, bool leases, int *count)
 		c->holder = (Datum) 0;
 		c->owner = NULL;
 		c->is_zklock = zkl_is_zklock_json(c->data, c->data_len);
-		if (c->is_zklock && zkl_json_fits_database(c->data, c->data_len))
+		/* Who it is, from the description in any encoding (UTF-8 here). */
+		if (c->is_zklock &&
+			zkl_json_fields(c->data, c->data_len, keys, f, lengthof(keys)) && f[0] && f[1])
 		{
-			c->holder = zkl_try_jsonb(c->data);
-			if (c->holder != (Datum) 0)
-			{
-				char	   *sysid = zkl_holder_field(c->holder, "system_identifier");
-				char	   *host = zkl_holder_field(c->holder, "host");
-				char	   *port = zkl_holder_field(c->holder, "port");
-				char	   *pid = zkl_holder_field(c->holder, "pid");
-
-				if (pid)
-					c->pid = (int32) strtol(pid, NULL, 10);
-				if (sysid && pid)
-					c->owner = psprintf("%s:%s:%s:%s", sysid, host ? host : "",
-										port ? port : "", pid);
-			}
+			c->pid = (int32) strtol(f[1], NULL, 10);
+			c->cluster = f[2];
+			c->host = f[3];
+			c->port = f[4];
+			c->owner = psprintf("%s:%s:%s:%s", f[0], f[3] ? f[3] : "", f[4] ? f[4] : "", f[1]);
 		}
+		else
+			c->cluster = c->host = c->port = NULL;
+		/* The description as jsonb, where this database can take it. */
+		if (describe && c->is_zklock && zkl_json_fits_database(c->data, c->data_len))
+			c->holder = zkl_try_jsonb(c->data);
 		p += MAXALIGN(sizeof(zkl_inspect_entry) + e->name_len + e->data_len);
 		/* Children of no lock layout we know are not contenders. */
 		if (leases ? zkl_lease_parse(c->node, &c->name) : zkl_contender_parse(c->node, &c->name))
@@ -270,7 +435,7 @@ zkl_contenders_of(zkl_inspect_reply *reply, bool leases, int *count)
  * each marked held or not by the lock rule; *count gets how many.
  */
 zkl_contender *
-zkl_read_contenders(const char *name, const char *dir, bool leases, int *count)
+zkl_read_contenders(const char *name, const char *dir, bool leases, bool describe, int *count)
 {
 	dsm_segment *seg;
 	zkl_contender *all;
@@ -279,7 +444,7 @@ zkl_read_contenders(const char *name, const char *dir, bool leases, int *count)
 	int			n;
 
 	seg = zkl_fetch_directory(name, dir);
-	all = zkl_contenders_of(dsm_segment_address(seg), leases, &n);
+	all = zkl_contenders_of(dsm_segment_address(seg), leases, describe, &n);
 	dsm_detach(seg);
 
 	/* Queue order is serial-number order, right across the counter's wrap. */
@@ -341,7 +506,7 @@ zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
 	dir = zkl_lock_dir(key, strlen(key));
 	InitMaterializedSRF(fcinfo, 0);
 
-	all = zkl_read_contenders(key, dir, false, &n);
+	all = zkl_read_contenders(key, dir, false, true, &n);
 	for (int i = 0; i < n; i++)
 		zkl_put_contender(rsinfo, i + 1, all[i].name.shared ? "shared" : "exclusive",
 						  all[i].held ? "held" : "waiting", dir, &all[i]);
@@ -371,8 +536,8 @@ zkl_list_semaphore(FunctionCallInfo fcinfo, text *name)
 	leases_dir = psprintf("%s/leases", zkl_lock_dir(key, strlen(key)));
 	InitMaterializedSRF(fcinfo, 0);
 
-	queued = zkl_read_contenders(key, locks_dir, false, &nqueued);
-	leases = zkl_read_contenders(key, leases_dir, true, &nleases);
+	queued = zkl_read_contenders(key, locks_dir, false, true, &nqueued);
+	leases = zkl_read_contenders(key, leases_dir, true, true, &nleases);
 	for (int i = 0; i < nleases; i++)
 	{
 		/* Protected names start "_c_<uuid>-"; the same uuid is one request. */
@@ -399,7 +564,7 @@ zkl_verify_token(text *name, int64 token)
 
 	zkl_require_shmem();
 	zkl_name_key(name, key);
-	all = zkl_read_contenders(key, zkl_lock_dir(key, strlen(key)), false, &n);
+	all = zkl_read_contenders(key, zkl_lock_dir(key, strlen(key)), false, false, &n);
 	for (int i = 0; i < n; i++)
 		if (all[i].czxid == token)
 			return all[i].held;
@@ -423,7 +588,7 @@ zkl_revoke_holders(text *name)
 	zkl_require_shmem();
 	zkl_name_key(name, key);
 	dir = zkl_lock_dir(key, strlen(key));
-	all = zkl_read_contenders(key, dir, false, &n);
+	all = zkl_read_contenders(key, dir, false, true, &n);
 	for (int i = 0; i < n; i++)
 	{
 		/*

@@ -45,7 +45,6 @@
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
-#include "utils/jsonb.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -121,31 +120,20 @@ zkl_own_cluster_label(void)
 	return zkl_cluster_label(cluster_name, host, psprintf("%d", PostPortNumber));
 }
 
-/* A string or number field of a JSON object, or NULL. */
+/* UTF-8 text of a description as text of this database (%XX where not). */
 static char *
-zkl_json_field_text(JsonbContainer *obj, const char *key)
+zkl_from_utf8(const char *s)
 {
-	JsonbValue	v;
-
-	if (obj == NULL || !JsonContainerIsObject(obj) ||
-		!getKeyJsonValueFromContainer(obj, key, strlen(key), &v))
-		return NULL;
-	if (v.type == jbvString)
-		return pnstrdup(v.val.string.val, v.val.string.len);
-	if (v.type == jbvNumeric)
-		return DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric)));
-	return NULL;
+	return s ? text_to_cstring(zkl_text_for_reader(s, strlen(s), PG_UTF8)) : NULL;
 }
 
 /* A contender's cluster, from zklock's description; NULL for other clients. */
 static char *
 zkl_contender_cluster(const zkl_contender *c)
 {
-	if (c->holder == (Datum) 0)
+	if (c->pid == 0)
 		return NULL;
-	return zkl_cluster_label(zkl_holder_field(c->holder, "cluster"),
-							 zkl_holder_field(c->holder, "host"),
-							 zkl_holder_field(c->holder, "port"));
+	return zkl_cluster_label(zkl_from_utf8(c->cluster), zkl_from_utf8(c->host), zkl_from_utf8(c->port));
 }
 
 static int
@@ -215,6 +203,7 @@ zkl_lock_dir_ok(const char *dir, const char *node)
 static void
 zkl_read_waits(zkl_graph *g)
 {
+	static const char *const keys[] = {"lock_dir", "lock_node", "czxid", "mode", "cluster", "host", "port"};
 	char	   *dir = zkl_waits_dir();
 	dsm_segment *seg = zkl_fetch_directory(".waits", dir);
 	zkl_inspect_reply *reply = dsm_segment_address(seg);
@@ -230,33 +219,23 @@ zkl_read_waits(zkl_graph *g)
 		unsigned long long session;
 		int			pid;
 		int			used = 0;
-		Datum		json;
+		char	   *f[lengthof(keys)];
 
 		p += MAXALIGN(sizeof(zkl_inspect_entry) + e->name_len + e->data_len);
 		if (sscanf(name, "%16llx-%d%n", &session, &pid, &used) != 2 ||
 			name[used] != '\0' || (int64) session != e->owner || pid <= 0)
 			continue;
-		json = zkl_try_jsonb(data);
-		if (json != (Datum) 0 && JsonContainerIsObject(&DatumGetJsonbP(json)->root))
+		if (zkl_json_fields(data, e->data_len, keys, f, lengthof(keys)))
 		{
-			Jsonb	   *jb = DatumGetJsonbP(json);
 			zkl_published *w = &g->waits[g->nwaits];
-			char	   *czxid = zkl_json_field_text(&jb->root, "czxid");
-			JsonbValue	request;
-			JsonbContainer *req = NULL;
 
-			if (getKeyJsonValueFromContainer(&jb->root, "request", strlen("request"), &request) &&
-				request.type == jbvBinary)
-				req = request.val.binary.data;
 			w->who.session = (int64) session;
 			w->who.pid = pid;
-			w->dir = zkl_json_field_text(&jb->root, "lock_dir");
-			w->node = zkl_json_field_text(&jb->root, "lock_node");
-			w->czxid = czxid ? strtoll(czxid, NULL, 10) : 0;
-			w->mode = zkl_json_field_text(req, "mode");
-			w->cluster = zkl_cluster_label(zkl_json_field_text(req, "cluster"),
-										   zkl_json_field_text(req, "host"),
-										   zkl_json_field_text(req, "port"));
+			w->dir = f[0];
+			w->node = f[1];
+			w->czxid = f[2] ? strtoll(f[2], NULL, 10) : 0;
+			w->mode = zkl_from_utf8(f[3]);
+			w->cluster = zkl_cluster_label(zkl_from_utf8(f[4]), zkl_from_utf8(f[5]), zkl_from_utf8(f[6]));
 			if (zkl_lock_dir_ok(w->dir, w->node) && w->czxid != 0)
 				g->nwaits++;
 		}
@@ -316,7 +295,7 @@ zkl_graph_dir(zkl_graph *g, const char *dir)
 		return NULL;
 	d = &g->dirs[g->ndirs++];
 	d->dir = pstrdup(dir);
-	d->all = zkl_read_contenders(zkl_lock_of_dir(dir), dir, false, &d->n);
+	d->all = zkl_read_contenders(zkl_lock_of_dir(dir), dir, false, false, &d->n);
 	return d;
 }
 
@@ -357,7 +336,7 @@ zkl_follow_zklock(zkl_graph *g, const zkl_published *w)
 	for (int k = 0; k < nblockers; k++)
 	{
 		zkl_contender *c = &d->all[blockers[k]];
-		zkl_backend_ref blocker = {c->session, c->holder != (Datum) 0 ? c->pid : 0};
+		zkl_backend_ref blocker = {c->session, c->pid};
 		zkl_edge_info *info = zkl_add_edge(g, w->who, blocker, ZKL_WAIT_ZKLOCK, w->czxid);
 
 		if (info == NULL)
@@ -522,13 +501,13 @@ zkl_deadlock_check(int slotno, uint32 generation, const char *name)
 	zkl_published own;
 	bool		waiting;
 	int			spare;
-	zkl_graph  *first;
-	zkl_graph  *second;
+	zkl_graph  *volatile first = NULL;
+	zkl_graph  *volatile second = NULL;
 	int			cycle1[ZKL_MAX_CYCLE];
 	int			cycle2[ZKL_MAX_CYCLE];
-	int			n1;
+	volatile int n1 = 0;
 	int			n2;
-	char	   *result = NULL;
+	char	   *volatile result = NULL;
 
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "zklock deadlock check", ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(cxt);
@@ -546,25 +525,34 @@ zkl_deadlock_check(int slotno, uint32 generation, const char *name)
 		own.czxid = slot->token;
 		own.mode = pstrdup(slot->kind == ZKL_NODE_READ ? "shared" : "exclusive");
 	}
-	spare = zkl_shared->nslots - zkl_shared->nused;
+	spare = zkl_shared->nslots - zkl_shared->nlock_slots - zkl_shared->nreserve_used;
 	LWLockRelease(zkl_shared->lock);
 
 	/*
-	 * Reads take a slot each: a table nearly full waits for the next check
-	 * (one spare slot could still be taken by others meanwhile, and the check
-	 * fail), as does a session the worker cannot prove alive.
+	 * The publication and each read take a reserve slot (zkl_reserve_slots
+	 * has enough for every backend; were it short, the check waits for the
+	 * next time), and a session the worker cannot prove alive waits too.
 	 */
-	if (waiting && spare > Max(4, zkl_shared->nslots / 20) && zkl_session_proven(NULL, NULL))
+	if (waiting && spare >= 2 && zkl_session_proven(NULL, NULL))
 	{
 		own.cluster = zkl_own_cluster_label();
 		zkl_publish_wait();
 		zkl_count(deadlock_checks);
-		first = zkl_read_graph(&own, ZKL_MAX_CYCLE);
-		n1 = zkl_deadlock_victim_cycle(first->edges, first->nedges, own.who, own.czxid,
-									   cycle1, ZKL_MAX_CYCLE);
-		if (n1 > 0)
+		zkl_checking = true;
+		PG_TRY();
 		{
-			second = zkl_read_graph(&own, ZKL_MAX_CYCLE);
+			first = zkl_read_graph(&own, ZKL_MAX_CYCLE);
+			n1 = zkl_deadlock_victim_cycle(first->edges, first->nedges, own.who, own.czxid,
+										   cycle1, ZKL_MAX_CYCLE);
+			second = n1 > 0 ? zkl_read_graph(&own, ZKL_MAX_CYCLE) : NULL;
+		}
+		PG_FINALLY();
+		{
+			zkl_checking = false;
+		}
+		PG_END_TRY();
+		if (second != NULL)
+		{
 			n2 = zkl_deadlock_victim_cycle(second->edges, second->nedges, own.who, own.czxid,
 										   cycle2, ZKL_MAX_CYCLE);
 			LWLockAcquire(zkl_shared->lock, LW_SHARED);

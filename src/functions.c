@@ -413,7 +413,7 @@ zk_status(PG_FUNCTION_ARGS)
 	s = zkl_shared;
 
 	LWLockAcquire(s->lock, LW_SHARED);
-	used = s->nused;
+	used = s->nused - s->nreserve_used;
 	values[0] = CStringGetTextDatum(s->worker_pid == 0 ? "no worker" : zkl_session_state_name(s->session_state));
 	if (s->session_id != 0)
 		values[1] = CStringGetTextDatum(psprintf("0x%llx", (unsigned long long) s->session_id));
@@ -435,7 +435,7 @@ zk_status(PG_FUNCTION_ARGS)
 	values[11] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.requests));
 	values[12] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.watch_events));
 	values[13] = Int32GetDatum(used);
-	values[14] = Int32GetDatum(s->nslots);
+	values[14] = Int32GetDatum(s->nlock_slots);
 	values[15] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.release_requests));
 	values[16] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.handoffs));
 	values[17] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.handoff_requests));

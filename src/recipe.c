@@ -1112,7 +1112,11 @@ zkl_inspect_result(int slotno, zkl_slot *slot, zkl_event *ev)
 /* The waits directory was created (or found) by this worker. */
 static bool zkl_waits_dir_made = false;
 
-/* A JSON string of ASCII bytes; others, which paths of ours lack, as \u00XX. */
+/*
+ * A path as a JSON string: its bytes as they are (an encoded lock name is
+ * ASCII; zklock.root is the configuration's text), quotes, backslashes and
+ * control characters escaped.
+ */
 static void
 zkl_json_bytes(StringInfo buf, const char *s)
 {
@@ -1123,7 +1127,7 @@ zkl_json_bytes(StringInfo buf, const char *s)
 
 		if (c == '"' || c == '\\')
 			appendStringInfo(buf, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7F)
+		else if (c < 0x20 || c == 0x7F)
 			appendStringInfo(buf, "\\u%04x", c);
 		else
 			appendStringInfoChar(buf, (char) c);
@@ -1133,9 +1137,9 @@ zkl_json_bytes(StringInfo buf, const char *s)
 
 /*
  * Publish what the backend's waiting request (the slot's sibling) waits
- * for, as the ephemeral node <root>/.waits/<session>-<pid>: its data names
- * the request's directory, node and czxid, and carries the request's own
- * description.  A wait that ended, or whose node is not known yet, is
+ * for, as the ephemeral node <root>/.waits/<session>-<pid>: its data, one
+ * JSON object, names the request's directory, node and czxid (lock_dir,
+ * lock_node, czxid), and has the request's own description's fields.  A wait that ended, or whose node is not known yet, is
  * answered with nothing published.  overwrite: the node exists (left by an
  * earlier worker in this session), so its data is written instead.
  */
@@ -1161,8 +1165,12 @@ zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite)
 		zkl_json_bytes(&data, wait->dir);
 		appendStringInfoString(&data, ",\"lock_node\":");
 		zkl_json_bytes(&data, wait->node);
-		appendStringInfo(&data, ",\"czxid\":" INT64_FORMAT ",\"request\":%s}",
-						 wait->token, wait->data[0] == '{' ? wait->data : "{}");
+		appendStringInfo(&data, ",\"czxid\":" INT64_FORMAT, wait->token);
+		/* Then the request's own description, its fields beside these. */
+		if (wait->data[0] == '{' && wait->data[1] != '}' && wait->data[1] != '\0')
+			appendStringInfo(&data, ",%s", wait->data + 1);
+		else
+			appendStringInfoChar(&data, '}');
 		snprintf(slot->node, sizeof(slot->node), "%016llx-%d",
 				 (unsigned long long) zkl_shared->session_id, slot->pid);
 	}

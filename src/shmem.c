@@ -24,14 +24,27 @@
 
 zkl_shared_state *zkl_shared = NULL;
 
+/*
+ * Slots beyond zklock.max_locks for deadlock detection: a waiting backend's
+ * publication (one, or two while a replaced one is being deleted) and the
+ * one read it asks of the worker at a time.  Kept apart, so that detection
+ * never takes a slot that a lock request could use.
+ */
+int
+zkl_reserve_slots(void)
+{
+	return 3 * MaxBackends;
+}
+
 Size
 zkl_shmem_size(void)
 {
 	Size		size;
+	int			nslots = zkl_max_locks + zkl_reserve_slots();
 
 	size = add_size(offsetof(zkl_shared_state, slots),
-					mul_size(sizeof(zkl_slot), zkl_max_locks));
-	size = add_size(size, mul_size(sizeof(int), zkl_max_locks));
+					mul_size(sizeof(zkl_slot), nslots));
+	size = add_size(size, mul_size(sizeof(int), nslots));
 	return size;
 }
 
@@ -61,14 +74,18 @@ zkl_shmem_startup(void)
 		pg_atomic_init_u64(&zkl_shared->counters.handoff_requests, 0);
 		pg_atomic_init_u64(&zkl_shared->counters.deadlock_checks, 0);
 		pg_atomic_init_u64(&zkl_shared->counters.deadlocks_found, 0);
-		zkl_shared->nslots = zkl_max_locks;
+		zkl_shared->nlock_slots = zkl_max_locks;
+		zkl_shared->nslots = zkl_max_locks + zkl_reserve_slots();
 		zkl_shared->used_head = -1;
-		for (int i = 0; i < zkl_max_locks; i++)
+		for (int i = 0; i < zkl_shared->nslots; i++)
 		{
-			zkl_shared->slots[i].next = i + 1 < zkl_max_locks ? i + 1 : -1;
+			int			end = i < zkl_max_locks ? zkl_max_locks : zkl_shared->nslots;
+
+			zkl_shared->slots[i].next = i + 1 < end ? i + 1 : -1;
 			zkl_shared->slots[i].prev = -1;
 		}
-		zkl_shared->free_head = 0;
+		zkl_shared->free_head = zkl_max_locks > 0 ? 0 : -1;
+		zkl_shared->reserve_head = zkl_shared->nslots > zkl_max_locks ? zkl_max_locks : -1;
 	}
 
 	/*
@@ -126,15 +143,18 @@ zkl_wake_backend(zkl_slot *slot)
  * Caller holds the lock exclusively and fills the slot in.
  */
 int
-zkl_slot_take(void)
+zkl_slot_take(bool reserve)
 {
-	int			slotno = zkl_shared->free_head;
+	int		   *head = reserve ? &zkl_shared->reserve_head : &zkl_shared->free_head;
+	int			slotno = *head;
 	zkl_slot   *slot;
 
 	if (slotno < 0)
 		return -1;
 	slot = &zkl_shared->slots[slotno];
-	zkl_shared->free_head = slot->next;
+	*head = slot->next;
+	if (reserve)
+		zkl_shared->nreserve_used++;
 	slot->prev = -1;
 	slot->next = zkl_shared->used_head;
 	if (slot->next >= 0)
@@ -163,8 +183,17 @@ zkl_slot_clear(zkl_slot *slot)
 	if (slot->next >= 0)
 		zkl_shared->slots[slot->next].prev = slot->prev;
 	slot->prev = -1;
-	slot->next = zkl_shared->free_head;
-	zkl_shared->free_head = slotno;
+	if (slotno >= zkl_shared->nlock_slots)
+	{
+		slot->next = zkl_shared->reserve_head;
+		zkl_shared->reserve_head = slotno;
+		zkl_shared->nreserve_used--;
+	}
+	else
+	{
+		slot->next = zkl_shared->free_head;
+		zkl_shared->free_head = slotno;
+	}
 	zkl_shared->nused--;
 
 	slot->state = ZKL_SLOT_FREE;

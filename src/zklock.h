@@ -126,9 +126,10 @@ typedef enum zkl_session_state
  *   worker under the lock held exclusively; others read them under it, the
  *   worker also without it.  heartbeat_requested is read and written under
  *   the lock exclusively.
- * - The lists of free and used slots (free_head, used_head, nused, each
- *   slot's next and prev) and the request queue change under the lock held
- *   exclusively.  Claiming, freeing, counting and waking cost O(1): nothing
+ * - The lists of free and used slots (free_head, reserve_head, used_head,
+ *   nused, nreserve_used, each slot's next and prev) and the request queue
+ *   change under the lock held exclusively.  nslots and nlock_slots are
+ *   set at startup.  Claiming, freeing, counting and waking cost O(1): nothing
  *   on a lock's path scans the slot array.
  * - worker_procno and worker_pid are written by the worker under the lock;
  *   zkl_wake_worker reads worker_procno without it (one aligned int: a stale
@@ -223,9 +224,13 @@ typedef struct zkl_shared_state
 	bool		heartbeat_requested;	/* a commit wants fresh proof */
 	ConditionVariable contact_cv;
 	zkl_counters counters;
-	int			nslots;
-	int			nused;			/* slots not free */
-	int			free_head;		/* free slots, linked by next; -1: none */
+	int			nslots;			/* lock slots, then reserve slots */
+	int			nlock_slots;	/* zklock.max_locks: for requests and holds */
+	int			nused;			/* slots not free, of both kinds */
+	int			nreserve_used;	/* of them, reserve slots */
+	int			free_head;		/* free lock slots, linked by next; -1: none */
+	int			reserve_head;	/* free reserve slots (deadlock detection's
+								 * publications and reads), likewise */
 	int			used_head;		/* used slots, linked by next and prev */
 	int			queue_head;		/* ring of slot indexes for the worker */
 	int			queue_len;
@@ -260,7 +265,8 @@ extern Size zkl_shmem_size(void);
 extern void zkl_shmem_startup(void);
 extern void zkl_require_shmem(void);
 extern void zkl_queue_push(int slotno);
-extern int	zkl_slot_take(void);
+extern int	zkl_reserve_slots(void);
+extern int	zkl_slot_take(bool reserve);
 extern void zkl_slot_clear(zkl_slot *slot);
 extern void zkl_wake_worker(void);
 extern void zkl_wake_backend(zkl_slot *slot);

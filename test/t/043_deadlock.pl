@@ -275,6 +275,8 @@ sub sum_counter
 	$sc->query_safe('BEGIN');
 	start_wait($sc, $c, 'w');
 	wait_until(sub { zk_ls($zk, '/zklock/.waits') == 2 }, 30, 'both waits are published');
+	is($b->safe_psql('postgres', "SELECT slots_used = (SELECT count(*) FROM zk_locks) FROM zk_status()"), 't',
+		"the publication takes none of zklock.max_locks's slots (zk_status().slots_used counts B's wait alone)");
 	my $checks_c = counter($c, 'deadlock_checks');
 	wait_until(sub { counter($b, 'deadlock_checks') >= $checks + 5 && counter($c, 'deadlock_checks') >= $checks_c + 5 },
 		30, 'five checks of each');
@@ -324,6 +326,33 @@ sub sum_counter
 	is(finish_wait($s3), 'granted', 'A3 is granted h: it was no deadlock');
 	end_all($s1, $s2, $s3);
 	no_nodes_left('zk_waits_for', 'h');
+}
+
+# (8b) Descriptions in characters a database lacks: B's session works in a
+# UTF8 database named in katakana, A's in a LATIN1 database.  A reads B's
+# description (its database's name as \u escapes) with the JSON lexer, not
+# as jsonb, which LATIN1 could not take: the cycle is found.
+{
+	my $kana = "\xe3\x83\x87\xe3\x83\xbc\xe3\x82\xbf";    # UTF-8 bytes
+	$b->safe_psql('postgres', q{CREATE DATABASE U&"\30C7\30FC\30BF" ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0});
+	$b->safe_psql($kana, 'CREATE EXTENSION zklock');
+	$a->safe_psql('postgres', q{CREATE DATABASE latin1 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0});
+	$a->safe_psql('latin1', 'CREATE EXTENSION zklock');
+	my $sb = bg_session($b, dbname => $kana);
+	$sb->query_safe('\set VERBOSITY verbose');
+	$sb->query_safe("BEGIN; SELECT zk_lock_acquire_xact('g1')");
+	$sb->{pid} = $sb->query_safe('SELECT pg_backend_pid()');
+	my $sa = bg_session($a, dbname => 'latin1');
+	$sa->query_safe('\set VERBOSITY verbose');
+	$sa->query_safe("BEGIN; SELECT zk_lock_acquire_xact('g2')");
+	$sa->{pid} = $sa->query_safe('SELECT pg_backend_pid()');
+	start_wait($sb, $b, 'g2');
+	start_wait($sa, $a, 'g1');
+	is(finish_wait($sa), '40P01', 'a LATIN1 database finds the cycle through a description it cannot hold as jsonb');
+	like($sa->{last_err}, qr/blocked by process $sb->{pid} of cluster "b"/, 'the detail names the other member');
+	is(finish_wait($sb), 'granted', 'the other member is granted');
+	end_all($sa, $sb);
+	no_nodes_left('other encodings', 'g1', 'g2');
 }
 
 # (9) A member's session expires while the other keeps looking for a
