@@ -587,12 +587,9 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 
 	zkl_require_shmem();
 	slotno = zkl_claim_slot(name, dir, start, zkl_checking);
+	/* No reserve slot: the check reads nothing here, which adds no edge. */
 	if (slotno < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("out of zklock slots for deadlock detection"),
-				 errdetail("All %d reserve slots of this cluster are in use.",
-						   zkl_shared->nslots - zkl_shared->nlock_slots)));
+		return ZKL_RC_NO_SLOT;
 	slot = &zkl_shared->slots[slotno];
 	slot->inspect = true;
 	slot->op = op;

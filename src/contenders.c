@@ -189,6 +189,9 @@ zkl_json_fields(const char *data, int len, const char *const *keys, char **value
 					for (int k = 0; key && k < nkeys; k++)
 						if (strcmp(key, keys[k]) == 0)
 							want = k;
+					/* A later duplicate decides, as in jsonb. */
+					if (want >= 0)
+						values[want] = NULL;
 					expect_key = false;
 				}
 				else if (depth == 1 && want >= 0)

@@ -191,8 +191,20 @@ zkl_lock_dir_ok(const char *dir, const char *node)
 		strncmp(dir, root, len) != 0 || dir[len] != '/')
 		return false;
 	name = dir + len + 1;
-	return name[0] != '\0' && name[0] != '.' && strchr(name, '/') == NULL &&
-		node[0] != '\0' && strlen(node) < ZKL_MAX_NODE_LEN && strchr(node, '/') == NULL;
+	if (name[0] == '\0' || name[0] == '.')
+		return false;
+	/* An encoded name: [A-Za-z0-9_.-] and %XX, as zkl_encode_name writes. */
+	for (const char *p = name; *p; p++)
+		if (!(isalnum((unsigned char) *p) || *p == '_' || *p == '.' || *p == '-' ||
+			  (*p == '%' && isxdigit((unsigned char) p[1]) && isxdigit((unsigned char) p[2]))))
+			return false;
+	/* A node name of a lock layout: printable ASCII, no slash. */
+	if (node[0] == '\0' || strlen(node) >= ZKL_MAX_NODE_LEN)
+		return false;
+	for (const char *p = node; *p; p++)
+		if (*p <= 0x20 || *p >= 0x7F || *p == '/')
+			return false;
+	return true;
 }
 
 /*

@@ -1150,12 +1150,14 @@ zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite)
 	StringInfoData data;
 	char	   *path;
 	bool		waiting;
+	bool		wanted;
 	bool		free_it = false;
 
 	if (slot->sibling_slotno >= 0 && slot->sibling_slotno < zkl_shared->nslots)
 		wait = &zkl_shared->slots[slot->sibling_slotno];
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	wanted = slot->wanted;
 	waiting = wait != NULL && wait->generation == slot->sibling_generation &&
 		wait->state == ZKL_SLOT_WAITING && wait->node[0] != '\0';
 	if (waiting)
@@ -1192,8 +1194,9 @@ zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite)
 
 	if (!waiting && slot->node[0] != '\0')
 	{
+		/* Given up meanwhile: the backend's give-up finds PUBLISHED. */
 		zkl_works[slotno].phase = ZKL_PH_PUBLISHED;
-		if (!slot->wanted)
+		if (!wanted)
 			zkl_send_delete(slotno, slot);
 		return;
 	}

@@ -59,10 +59,18 @@ typedef struct zkl_cycle_search
 	int64_t		self_czxid;
 	int		   *path;
 	int			max_path;
-	int		   *explored[2];	/* per edge: its blocker was searched from at
-								 * this depth (+ 1), or 0; [1] with a
-								 * PostgreSQL lock wait on the path */
+	int		   *explored;		/* per edge: its blocker was searched from at
+								 * this depth (+ 1), or 0 */
+	long		steps;			/* own_cluster: edges looked at, bounded */
 } zkl_cycle_search;
+
+/*
+ * How many edges the search for a cycle through a PostgreSQL lock wait may
+ * look at.  That search cannot remember dead ends (whether a backend leads
+ * back to self with such a wait depends on the path that reached it), so
+ * it is bounded: past this many it gives up, finding no victim this time.
+ */
+#define ZKL_MAX_SEARCH_STEPS 200000
 
 bool
 zkl_backend_equal(zkl_backend_ref a, zkl_backend_ref b)
@@ -91,26 +99,39 @@ zkl_wait_czxid(const zkl_wait_edge *edges, int nedges, zkl_backend_ref backend)
  * more of the bound left.
  */
 static bool
-zkl_explored(const zkl_cycle_search *s, zkl_backend_ref backend, int depth, bool heavy)
+zkl_explored(const zkl_cycle_search *s, zkl_backend_ref backend, int depth)
 {
-	/*
-	 * With a PostgreSQL lock wait on the path every way back is a cycle: no
-	 * way back from there means none without one either.
-	 */
-	for (int k = heavy ? 1 : 0; k < 2; k++)
-		for (int i = 0; i < s->nedges; i++)
-			if (s->explored[k][i] != 0 && s->explored[k][i] <= depth + 1 &&
-				zkl_backend_equal(s->edges[i].blocker, backend))
-				return true;
+	for (int i = 0; i < s->nedges; i++)
+		if (s->explored[i] != 0 && s->explored[i] <= depth + 1 &&
+			zkl_backend_equal(s->edges[i].blocker, backend))
+			return true;
+	return false;
+}
+
+/* Whether backend is self or a blocker on the path so far. */
+static bool
+zkl_on_path(const zkl_cycle_search *s, zkl_backend_ref backend, int depth)
+{
+	if (zkl_backend_equal(backend, s->self))
+		return true;
+	for (int k = 0; k < depth; k++)
+		if (zkl_backend_equal(s->edges[s->path[k]].blocker, backend))
+			return true;
 	return false;
 }
 
 /*
  * Depth-first from the blocker of path[depth - 1] (or self at depth 0):
- * the length of a path back to self, or 0.  A backend already searched
- * from, at this depth or a shallower one, is not searched again: whether it
- * leads back to self does not depend on the path that reached it, only on
- * how much of the bound is left.
+ * the length of a path back to self, or 0.
+ *
+ * Plainly, a backend already searched from, at this depth or a shallower
+ * one, is not searched again: whether it leads back to self does not
+ * depend on the path that reached it, only on how much of the bound is
+ * left.  A cycle through a PostgreSQL lock wait (own_cluster) must be a
+ * simple cycle that has such a wait: backends on the path are not entered
+ * again (a loop that does not go through self has a victim of its own),
+ * and since what lies ahead then depends on the path, nothing is
+ * remembered; ZKL_MAX_SEARCH_STEPS bounds the work instead.
  */
 static int
 zkl_search_from(zkl_cycle_search *s, zkl_backend_ref at, int depth, bool heavy)
@@ -123,6 +144,8 @@ zkl_search_from(zkl_cycle_search *s, zkl_backend_ref at, int depth, bool heavy)
 
 		if (!zkl_backend_equal(e->waiter, at))
 			continue;
+		if (s->own_cluster && ++s->steps > ZKL_MAX_SEARCH_STEPS)
+			return 0;
 		s->path[depth] = i;
 		if (zkl_backend_equal(e->blocker, s->self))
 		{
@@ -130,13 +153,17 @@ zkl_search_from(zkl_cycle_search *s, zkl_backend_ref at, int depth, bool heavy)
 				return depth + 1;
 			continue;
 		}
-		if (depth + 1 >= s->max_path || zkl_explored(s, e->blocker, depth + 1, now_heavy))
+		if (depth + 1 >= s->max_path)
+			continue;
+		if (s->own_cluster ? zkl_on_path(s, e->blocker, depth) :
+			zkl_explored(s, e->blocker, depth + 1))
 			continue;
 		if (s->only_older &&
 			(!s->own_cluster || e->blocker.session == s->self.session) &&
 			zkl_wait_czxid(s->edges, s->nedges, e->blocker) >= s->self_czxid)
 			continue;
-		s->explored[now_heavy ? 1 : 0][i] = depth + 2;
+		if (!s->own_cluster)
+			s->explored[i] = depth + 2;
 		found = zkl_search_from(s, e->blocker, depth + 1, now_heavy);
 		if (found > 0)
 			return found;
@@ -149,7 +176,7 @@ zkl_find_cycle(const zkl_wait_edge *edges, int nedges, zkl_backend_ref self,
 			   bool only_older, bool own_cluster, int64_t self_czxid,
 			   int *cycle, int max_cycle)
 {
-	int			explored[2][ZKL_MAX_WAIT_EDGES];
+	int			explored[ZKL_MAX_WAIT_EDGES];
 	zkl_cycle_search s;
 
 	if (nedges > ZKL_MAX_WAIT_EDGES)
@@ -165,8 +192,8 @@ zkl_find_cycle(const zkl_wait_edge *edges, int nedges, zkl_backend_ref self,
 	s.self_czxid = self_czxid;
 	s.path = cycle;
 	s.max_path = max_cycle;
-	s.explored[0] = explored[0];
-	s.explored[1] = explored[1];
+	s.explored = explored;
+	s.steps = 0;
 	/* Unless a PostgreSQL lock wait is required, start as if one were seen. */
 	return zkl_search_from(&s, self, 0, !own_cluster);
 }

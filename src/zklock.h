@@ -77,6 +77,8 @@ typedef enum zkl_slot_op
 
 /* zk_rc of a request refused because it would wait on itself. */
 #define ZKL_RC_DEADLOCK		(-1000)
+/* zkl_ask_worker's answer when a deadlock check found no reserve slot. */
+#define ZKL_RC_NO_SLOT		(-1001)
 
 /* What the worker has established for a slot. */
 typedef enum zkl_slot_state

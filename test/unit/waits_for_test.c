@@ -476,6 +476,139 @@ test_two_cluster_cycles_one_victim(void)
 		  "3000 cycles over two clusters, each member seeing its own: exactly one victim each, by the rule");
 }
 
+/*
+ * A loop through a PostgreSQL lock that does not go through the detector
+ * makes it no victim: S -> B1 -> Y -> S has B1 as its newest request, and
+ * Y -> Z -> Y (Z waits for Y's row) is Y's.  A walk S -> B1 -> Y -> Z -> Y
+ * -> S is no cycle.
+ */
+static void
+test_heavyweight_loop_elsewhere(void)
+{
+	zkl_wait_edge g[] = {
+		zk_edge(be(1, 1), be(2, 1), 10),	/* S waits for B1 */
+		zk_edge(be(2, 1), be(1, 2), 30),	/* B1 waits for Y */
+		zk_edge(be(1, 2), be(1, 1), 5), /* Y waits for S */
+		zk_edge(be(1, 2), be(1, 3), 5), /* ... and for Z */
+		hw_edge(be(1, 3), be(1, 2)),	/* Z waits for Y's row */
+	};
+	int			cycle[ZKL_MAX_CYCLE];
+
+	check(zkl_deadlock_victim_cycle(g, 5, be(1, 1), 10, cycle, ZKL_MAX_CYCLE) == 0,
+		  "a PostgreSQL lock wait on a loop that does not go through the detector makes it no victim");
+}
+
+/*
+ * Brute force over two clusters: whether some simple cycle through self
+ * makes it the victim: every other zklock request older, or the cycle has
+ * a PostgreSQL lock wait and every other request of self's cluster is
+ * older.
+ */
+static int
+brute_victim2(int adj[NB][NB], const int *heavy, const int *cluster, const int64_t *czxid,
+			  int self, int at, int *on_path, int saw_heavy, int all_older, int own_older)
+{
+	for (int j = 0; j < NB; j++)
+	{
+		int			h = saw_heavy || heavy[at];
+
+		if (!adj[at][j])
+			continue;
+		if (j == self)
+		{
+			if (all_older || (h && own_older))
+				return 1;
+			continue;
+		}
+		if (on_path[j])
+			continue;
+		on_path[j] = 1;
+		if (brute_victim2(adj, heavy, cluster, czxid, self, j, on_path, h,
+						  all_older && czxid[j] < czxid[self],
+						  own_older && (cluster[j] != cluster[self] || czxid[j] < czxid[self])))
+			return 1;
+		on_path[j] = 0;
+	}
+	return 0;
+}
+
+/*
+ * Random graphs over two clusters with any number of cycles, each member
+ * seeing what it can: PostgreSQL lock waits join backends of cluster 0 and
+ * are seen by cluster 0 alone.
+ */
+static void
+test_two_cluster_random_graphs(void)
+{
+	int			mismatches = 0;
+	int			unsound = 0;
+
+	for (int round = 0; round < 20000; round++)
+	{
+		int			adj[NB][NB];
+		int			heavy[NB];
+		int			cluster[NB];
+		int64_t		czxid[NB];
+		zkl_wait_edge edges[NB * NB];
+		int			nedges = 0;
+
+		memset(adj, 0, sizeof(adj));
+		for (int i = 0; i < NB; i++)
+			cluster[i] = next_random() % 2;
+		for (int i = 0; i < NB; i++)
+		{
+			/* A backend of cluster 0 may wait on a PostgreSQL lock instead. */
+			heavy[i] = cluster[i] == 0 && next_random() % 3 == 0;
+			czxid[i] = heavy[i] ? 0 : 1 + i + NB * (int64_t) (next_random() % 50);
+			for (int j = 0; j < NB; j++)
+				if (i != j && (!heavy[i] || cluster[j] == 0) && next_random() % 3 == 0)
+				{
+					adj[i][j] = 1;
+					edges[nedges++] = heavy[i] ? hw_edge(be(cluster[i], i), be(cluster[j], j))
+						: zk_edge(be(cluster[i], i), be(cluster[j], j), czxid[i]);
+				}
+		}
+		for (int i = 0; i < NB; i++)
+		{
+			int			vadj[NB][NB];
+			int			vheavy[NB];
+			zkl_wait_edge visible[NB * NB];
+			int			n = 0;
+			int			on_path[NB] = {0};
+			int			cycle[ZKL_MAX_CYCLE];
+			int			expect,
+						got;
+
+			if (heavy[i])
+				continue;
+			/* What i sees: cluster 1 sees no PostgreSQL lock waits. */
+			for (int a = 0; a < NB; a++)
+			{
+				vheavy[a] = heavy[a];
+				for (int b = 0; b < NB; b++)
+					vadj[a][b] = adj[a][b] && (!heavy[a] || cluster[i] == 0);
+			}
+			for (int e = 0; e < nedges; e++)
+				if (edges[e].kind == ZKL_WAIT_ZKLOCK || cluster[i] == 0)
+					visible[n++] = edges[e];
+			on_path[i] = 1;
+			expect = brute_victim2(vadj, vheavy, cluster, czxid, i, i, on_path, 0, 1, 1);
+			got = zkl_deadlock_victim_cycle(visible, n, be(cluster[i], i), czxid[i], cycle, ZKL_MAX_CYCLE);
+			if ((got > 0) != expect)
+				mismatches++;
+			if (got > 0 && !is_cycle_from(visible, cycle, got, be(cluster[i], i)))
+				unsound++;
+			for (int k = 0; got > 0 && k < got; k++)
+				for (int m = k + 1; m < got; m++)
+					if (zkl_backend_equal(visible[cycle[k]].waiter, visible[cycle[m]].waiter))
+						unsound++;
+		}
+	}
+	check(mismatches == 0,
+		  "20000 random two-cluster graphs, each member seeing its own: a victim exactly when the rule makes it one of a simple cycle");
+	check(unsound == 0, "... and every cycle returned is a simple cycle");
+}
+
 /* ---- the lock rule's blockers: the graph's zklock edges ---- */
 
 static void
@@ -523,6 +656,8 @@ main(void)
 	test_one_cycle_one_victim();
 	test_heavyweight_cycle_other_cluster_newest();
 	test_two_cluster_cycles_one_victim();
+	test_heavyweight_loop_elsewhere();
+	test_two_cluster_random_graphs();
 	test_blockers();
 	return tap_done();
 }
