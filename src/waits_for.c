@@ -61,6 +61,12 @@ typedef struct zkl_cycle_search
 	int			max_path;
 	int		   *explored;		/* per edge: its blocker was searched from at
 								 * this depth (+ 1), or 0 */
+	const bool *leads_back;		/* per edge: self is reachable from its
+								 * blocker at all */
+	const int  *next_out;		/* per edge: the next edge of the same waiter,
+								 * or -1 */
+	const int  *blocker_out;	/* per edge: its blocker's first edge, or -1 */
+	const int64_t *blocker_czxid;	/* per edge: its blocker's zklock wait */
 	long		steps;			/* own_cluster: edges looked at, bounded */
 } zkl_cycle_search;
 
@@ -70,7 +76,7 @@ typedef struct zkl_cycle_search
  * back to self with such a wait depends on the path that reached it), so
  * it is bounded: past this many it gives up, finding no victim this time.
  */
-#define ZKL_MAX_SEARCH_STEPS 200000
+#define ZKL_MAX_SEARCH_STEPS 20000
 
 bool
 zkl_backend_equal(zkl_backend_ref a, zkl_backend_ref b)
@@ -134,15 +140,15 @@ zkl_on_path(const zkl_cycle_search *s, zkl_backend_ref backend, int depth)
  * remembered; ZKL_MAX_SEARCH_STEPS bounds the work instead.
  */
 static int
-zkl_search_from(zkl_cycle_search *s, zkl_backend_ref at, int depth, bool heavy)
+zkl_search_from(zkl_cycle_search *s, int first, int depth, bool heavy)
 {
-	for (int i = 0; i < s->nedges; i++)
+	for (int i = first; i >= 0; i = s->next_out[i])
 	{
 		const zkl_wait_edge *e = &s->edges[i];
 		bool		now_heavy = heavy || e->kind == ZKL_WAIT_HEAVYWEIGHT;
 		int			found;
 
-		if (!zkl_backend_equal(e->waiter, at))
+		if (!s->leads_back[i])
 			continue;
 		if (s->own_cluster && ++s->steps > ZKL_MAX_SEARCH_STEPS)
 			return 0;
@@ -160,15 +166,44 @@ zkl_search_from(zkl_cycle_search *s, zkl_backend_ref at, int depth, bool heavy)
 			continue;
 		if (s->only_older &&
 			(!s->own_cluster || e->blocker.session == s->self.session) &&
-			zkl_wait_czxid(s->edges, s->nedges, e->blocker) >= s->self_czxid)
+			s->blocker_czxid[i] >= s->self_czxid)
 			continue;
 		if (!s->own_cluster)
 			s->explored[i] = depth + 2;
-		found = zkl_search_from(s, e->blocker, depth + 1, now_heavy);
+		found = zkl_search_from(s, s->blocker_out[i], depth + 1, now_heavy);
 		if (found > 0)
 			return found;
 	}
 	return 0;
+}
+
+/*
+ * Mark the edges whose blocker can reach self at all (or is self): no other
+ * edge is on any cycle through self.  A backward search from self, once
+ * over the edges: most of a busy lock's edges lead away, and the searches
+ * then stop at once.
+ */
+static void
+zkl_mark_leads_back(const zkl_wait_edge *edges, int nedges, zkl_backend_ref self, bool *leads_back)
+{
+	zkl_backend_ref reached[ZKL_MAX_WAIT_EDGES + 1];
+	int			nreached = 0;
+
+	memset(leads_back, 0, sizeof(bool) * nedges);
+	reached[nreached++] = self;
+	for (int r = 0; r < nreached; r++)
+		for (int i = 0; i < nedges; i++)
+		{
+			bool		known = false;
+
+			if (leads_back[i] || !zkl_backend_equal(edges[i].blocker, reached[r]))
+				continue;
+			leads_back[i] = true;
+			for (int k = 0; k < nreached && !known; k++)
+				known = zkl_backend_equal(reached[k], edges[i].waiter);
+			if (!known)
+				reached[nreached++] = edges[i].waiter;
+		}
 }
 
 static int
@@ -177,13 +212,42 @@ zkl_find_cycle(const zkl_wait_edge *edges, int nedges, zkl_backend_ref self,
 			   int *cycle, int max_cycle)
 {
 	int			explored[ZKL_MAX_WAIT_EDGES];
+	bool		leads_back[ZKL_MAX_WAIT_EDGES];
+	int			next_out[ZKL_MAX_WAIT_EDGES];
+	int			blocker_out[ZKL_MAX_WAIT_EDGES];
+	int64_t		blocker_czxid[ZKL_MAX_WAIT_EDGES];
+	int			self_out = -1;
+	bool		heavy = false;
 	zkl_cycle_search s;
 
 	if (nedges > ZKL_MAX_WAIT_EDGES)
 		nedges = ZKL_MAX_WAIT_EDGES;
-	if (max_cycle <= 0)
+	for (int i = 0; i < nedges; i++)
+		heavy |= edges[i].kind == ZKL_WAIT_HEAVYWEIGHT;
+	/* No PostgreSQL lock wait in the graph: no cycle can have one. */
+	if (max_cycle <= 0 || (own_cluster && !heavy))
 		return 0;
 	memset(explored, 0, sizeof(explored));
+	zkl_mark_leads_back(edges, nedges, self, leads_back);
+
+	/* Each backend's edges as a list, so a step looks only at its own. */
+	for (int i = nedges - 1; i >= 0; i--)
+	{
+		next_out[i] = -1;
+		blocker_out[i] = -1;
+		for (int j = i + 1; j < nedges && next_out[i] < 0; j++)
+			if (zkl_backend_equal(edges[j].waiter, edges[i].waiter))
+				next_out[i] = j;
+	}
+	for (int i = 0; i < nedges; i++)
+	{
+		for (int j = 0; j < nedges && blocker_out[i] < 0; j++)
+			if (zkl_backend_equal(edges[j].waiter, edges[i].blocker))
+				blocker_out[i] = j;
+		if (self_out < 0 && zkl_backend_equal(edges[i].waiter, self))
+			self_out = i;
+		blocker_czxid[i] = zkl_wait_czxid(edges, nedges, edges[i].blocker);
+	}
 	s.edges = edges;
 	s.nedges = nedges;
 	s.self = self;
@@ -193,9 +257,13 @@ zkl_find_cycle(const zkl_wait_edge *edges, int nedges, zkl_backend_ref self,
 	s.path = cycle;
 	s.max_path = max_cycle;
 	s.explored = explored;
+	s.leads_back = leads_back;
+	s.next_out = next_out;
+	s.blocker_out = blocker_out;
+	s.blocker_czxid = blocker_czxid;
 	s.steps = 0;
 	/* Unless a PostgreSQL lock wait is required, start as if one were seen. */
-	return zkl_search_from(&s, self, 0, !own_cluster);
+	return zkl_search_from(&s, self_out, 0, !own_cluster);
 }
 
 /*
