@@ -68,13 +68,6 @@ static int	zkl_max_xact_holds = 0;
 static bool zkl_exit_registered = false;
 static bool zkl_commit_waiting = false; /* our slots say commit_waiting */
 
-/*
- * A subtransaction zklock opened itself (zkl_try_jsonb, which a deadlock
- * check calls while this backend waits): its abort is no rollback of the
- * caller's work, and must not cancel the wait.
- */
-SubTransactionId zkl_internal_subxact = InvalidSubTransactionId;
-
 /* A deadlock check is reading: its reads take reserve slots. */
 bool		zkl_checking = false;
 
@@ -215,6 +208,15 @@ zkl_json_field(StringInfo buf, const char *key, const char *value)
 	zkl_json_ascii(buf, value ? value : "");
 }
 
+/* This machine's name as the descriptions give it; empty if unknown. */
+void
+zkl_host_name(char *host, size_t size)
+{
+	if (gethostname(host, size) != 0)
+		host[0] = '\0';
+	host[size - 1] = '\0';
+}
+
 /* The node's data: who is asking, for any ZooKeeper client to read. */
 static void
 zkl_describe_holder(char *out, zkl_mode mode, bool xact, TimestampTz now)
@@ -223,9 +225,7 @@ zkl_describe_holder(char *out, zkl_mode mode, bool xact, TimestampTz now)
 	char		host[256];
 	char	   *dbname = get_database_name(MyDatabaseId);
 
-	if (gethostname(host, sizeof(host)) != 0)
-		host[0] = '\0';
-	host[sizeof(host) - 1] = '\0';
+	zkl_host_name(host, sizeof(host));
 
 	initStringInfo(&buf);
 	appendStringInfoChar(&buf, '{');
@@ -252,15 +252,22 @@ zkl_describe_holder(char *out, zkl_mode mode, bool xact, TimestampTz now)
 	pfree(buf.data);
 }
 
-/* Ask the worker to give up a slot: cancel a wait or release a hold. */
-static void
-zkl_give_up(int slotno, uint32 generation, bool counts_as_cancel)
+/*
+ * Ask the worker to give up a slot: cancel a wait or release a hold; with
+ * only_waiting, only a request still waiting, in one step with the test.
+ * Returns whether it was given up.
+ */
+static bool
+zkl_give_up(int slotno, uint32 generation, bool counts_as_cancel, bool only_waiting)
 {
 	zkl_slot   *slot = &zkl_shared->slots[slotno];
+	bool		given_up = false;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	if (slot->generation == generation && slot->pid == MyProcPid)
+	if (slot->generation == generation && slot->pid == MyProcPid &&
+		(!only_waiting || slot->state == ZKL_SLOT_WAITING))
 	{
+		given_up = true;
 		switch (slot->state)
 		{
 			case ZKL_SLOT_WAITING:
@@ -284,6 +291,7 @@ zkl_give_up(int slotno, uint32 generation, bool counts_as_cancel)
 	}
 	LWLockRelease(zkl_shared->lock);
 	zkl_wake_worker();
+	return given_up;
 }
 
 /*
@@ -295,11 +303,11 @@ zkl_cancel_wait(bool counts_as_cancel)
 {
 	zkl_end_publication();
 	if (zkl_ask_slotno >= 0)
-		zkl_give_up(zkl_ask_slotno, zkl_ask_generation, false);
+		(void) zkl_give_up(zkl_ask_slotno, zkl_ask_generation, false, false);
 	zkl_ask_slotno = -1;
 	if (zkl_wait_slotno < 0)
 		return;
-	zkl_give_up(zkl_wait_slotno, zkl_wait_generation, counts_as_cancel);
+	(void) zkl_give_up(zkl_wait_slotno, zkl_wait_generation, counts_as_cancel, false);
 	zkl_wait_slotno = -1;
 }
 
@@ -357,14 +365,14 @@ zkl_end_publication(void)
 {
 	if (zkl_pub_slotno < 0)
 		return;
-	zkl_give_up(zkl_pub_slotno, zkl_pub_generation, false);
+	(void) zkl_give_up(zkl_pub_slotno, zkl_pub_generation, false, false);
 	zkl_pub_slotno = -1;
 }
 
 static void
 zkl_drop_local(zkl_local_lock *lock)
 {
-	zkl_give_up(lock->slotno, lock->generation, false);
+	(void) zkl_give_up(lock->slotno, lock->generation, false, false);
 	hash_search(zkl_locks, lock->key, HASH_REMOVE, NULL);
 }
 
@@ -759,22 +767,9 @@ zkl_report_timeout(const char *name, int64 timeout_ms, bool connected, bool behi
 static void
 zkl_report_deadlock(const char *name, int slotno, uint32 generation, const char *cycle)
 {
-	zkl_slot   *slot = &zkl_shared->slots[slotno];
-	bool		waiting;
-
 	/* Withdrawn only if still waiting, in one step with the test. */
-	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	waiting = slot->generation == generation && slot->state == ZKL_SLOT_WAITING;
-	if (waiting)
-	{
-		slot->state = ZKL_SLOT_RELEASING;
-		slot->wanted = false;
-		zkl_queue_push(slotno);
-	}
-	LWLockRelease(zkl_shared->lock);
-	if (!waiting)
+	if (!zkl_give_up(slotno, generation, false, true))
 		return;
-	zkl_wake_worker();
 	zkl_wait_slotno = -1;
 	zkl_cancel_wait(false);
 	zkl_count(deadlocks_found);
@@ -1397,7 +1392,7 @@ zkl_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 {
 	int			level;
 
-	if (zkl_shared == NULL || zkl_locks == NULL || mySubid == zkl_internal_subxact)
+	if (zkl_shared == NULL || zkl_locks == NULL)
 		return;
 	level = GetCurrentTransactionNestLevel();
 	if (event == SUBXACT_EVENT_ABORT_SUB)

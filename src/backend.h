@@ -24,6 +24,7 @@ typedef enum zkl_mode
 
 extern void zkl_name_key(text *name, char *key);
 extern const char *zkl_mode_name(zkl_mode mode);
+extern void zkl_host_name(char *host, size_t size);
 extern bool zkl_acquire(text *name, zkl_mode mode, int permits, bool xact, bool try_only,
 						int64 timeout_ms, int64 *token);
 extern void zkl_acquire_set(const char **names, int n, bool xact, int64 timeout_ms, int64 *tokens);
@@ -31,7 +32,6 @@ extern bool zkl_release_session(text *name, zkl_mode mode);
 extern void zkl_release_all_session(void);
 extern bool zkl_held_token(text *name, int64 *token);
 extern bool zkl_session_proven(int *timeout_ms, TimestampTz *until);
-extern SubTransactionId zkl_internal_subxact;
 extern bool zkl_checking;
 extern void zkl_publish_wait(void);
 extern void zkl_end_publication(void);
@@ -66,8 +66,6 @@ extern zkl_contender *zkl_read_contenders(const char *name, const char *dir, boo
 										  bool describe, int *count);
 extern bool zkl_json_fields(const char *data, int len, const char *const *keys, char **values,
 							int nkeys);
-extern Datum zkl_try_jsonb(const char *data);
-extern char *zkl_holder_field(Datum holder, const char *key);
 extern const char *zkl_client_of(const zkl_contender *c, bool is_zklock);
 extern void zkl_list_contenders(FunctionCallInfo fcinfo, text *name);
 extern bool zkl_verify_token(text *name, int64 token);

@@ -56,17 +56,11 @@ zkl_hex4(const char *s)
 
 	for (int i = 0; i < 4; i++)
 	{
-		char		c = s[i];
+		int			d = zkl_hex_digit(s[i]);
 
-		v <<= 4;
-		if (c >= '0' && c <= '9')
-			v |= c - '0';
-		else if (c >= 'a' && c <= 'f')
-			v |= c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			v |= c - 'A' + 10;
-		else
+		if (d < 0)
 			return -1;
+		v = v * 16 + d;
 	}
 	return v;
 }
@@ -238,7 +232,7 @@ zkl_json_fits_database(const char *data, int len)
  * numeric's range, an escape of U+0000): any client can write any data, and
  * one odd node must not break the listing of the others.
  */
-Datum
+static Datum
 zkl_try_jsonb(const char *data)
 {
 	MemoryContext cxt = CurrentMemoryContext;
@@ -246,8 +240,6 @@ zkl_try_jsonb(const char *data)
 	Datum		result = (Datum) 0;
 
 	BeginInternalSubTransaction(NULL);
-	/* Not the caller's subtransaction: a wait in progress is left alone. */
-	zkl_internal_subxact = GetCurrentSubTransactionId();
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
@@ -262,26 +254,9 @@ zkl_try_jsonb(const char *data)
 		result = (Datum) 0;
 	}
 	PG_END_TRY();
-	zkl_internal_subxact = InvalidSubTransactionId;
 	MemoryContextSwitchTo(cxt);
 	CurrentResourceOwner = owner;
 	return result;
-}
-
-/* A text field of our JSON description, or NULL. */
-char	   *
-zkl_holder_field(Datum holder, const char *key)
-{
-	Jsonb	   *jb = DatumGetJsonbP(holder);
-	JsonbValue	v;
-
-	if (!getKeyJsonValueFromContainer(&jb->root, key, strlen(key), &v))
-		return NULL;
-	if (v.type == jbvString)
-		return pnstrdup(v.val.string.val, v.val.string.len);
-	if (v.type == jbvNumeric)
-		return DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric)));
-	return NULL;
 }
 
 /*

@@ -114,9 +114,7 @@ zkl_own_cluster_label(void)
 {
 	char		host[256];
 
-	if (gethostname(host, sizeof(host)) != 0)
-		host[0] = '\0';
-	host[sizeof(host) - 1] = '\0';
+	zkl_host_name(host, sizeof(host));
 	return zkl_cluster_label(cluster_name, host, psprintf("%d", PostPortNumber));
 }
 
@@ -136,43 +134,18 @@ zkl_contender_cluster(const zkl_contender *c)
 	return zkl_cluster_label(zkl_from_utf8(c->cluster), zkl_from_utf8(c->host), zkl_from_utf8(c->port));
 }
 
-static int
-zkl_hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-/* The lock name of a directory: its last component, percent-decoded. */
+/*
+ * The lock name of a directory (zkl_lock_dir_ok accepted it), shown in this
+ * database's encoding, %XX where it is not valid here.
+ */
 static char *
 zkl_lock_of_dir(const char *dir)
 {
-	const char *enc = strrchr(dir, '/');
-	StringInfoData buf;
+	char	   *name = zkl_decode_name(strrchr(dir, '/') + 1);
 
-	enc = enc ? enc + 1 : dir;
-	initStringInfo(&buf);
-	for (const char *p = enc; *p; p++)
-	{
-		int			hi,
-					lo;
-
-		if (p[0] == '%' && p[1] && p[2] &&
-			(hi = zkl_hex_value(p[1])) >= 0 && (lo = zkl_hex_value(p[2])) >= 0)
-		{
-			appendStringInfoChar(&buf, (char) (hi * 16 + lo));
-			p += 2;
-		}
-		else
-			appendStringInfoChar(&buf, *p);
-	}
-	/* Names of another encoding show as %XX (zkl_text_for_reader). */
-	return text_to_cstring(zkl_text_for_reader(buf.data, buf.len, GetDatabaseEncoding()));
+	if (name == NULL)
+		return pstrdup(dir);
+	return text_to_cstring(zkl_text_for_reader(name, strlen(name), GetDatabaseEncoding()));
 }
 
 /*
@@ -191,13 +164,8 @@ zkl_lock_dir_ok(const char *dir, const char *node)
 		strncmp(dir, root, len) != 0 || dir[len] != '/')
 		return false;
 	name = dir + len + 1;
-	if (name[0] == '\0' || name[0] == '.')
+	if (strchr(name, '/') != NULL || zkl_decode_name(name) == NULL)
 		return false;
-	/* An encoded name: [A-Za-z0-9_.-] and %XX, as zkl_encode_name writes. */
-	for (const char *p = name; *p; p++)
-		if (!(isalnum((unsigned char) *p) || *p == '_' || *p == '.' || *p == '-' ||
-			  (*p == '%' && isxdigit((unsigned char) p[1]) && isxdigit((unsigned char) p[2]))))
-			return false;
 	/* A node name of a lock layout: printable ASCII, no slash. */
 	if (node[0] == '\0' || strlen(node) >= ZKL_MAX_NODE_LEN)
 		return false;

@@ -72,6 +72,52 @@ zkl_encode_name(const char *name, int len)
 	return buf.data;
 }
 
+/* The value of a hexadecimal digit, or -1. */
+int
+zkl_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/*
+ * The lock name (its bytes, in the encoding of the database that named it)
+ * of an encoded name, as zkl_encode_name writes them; NULL for anything
+ * that function cannot have written.
+ */
+char	   *
+zkl_decode_name(const char *encoded)
+{
+	StringInfoData buf;
+
+	if (encoded[0] == '\0' || encoded[0] == '.')
+		return NULL;
+	initStringInfo(&buf);
+	for (const char *p = encoded; *p; p++)
+	{
+		if (*p == '%')
+		{
+			int			hi = zkl_hex_digit(p[1]);
+			int			lo = hi < 0 ? -1 : zkl_hex_digit(p[2]);
+
+			if (lo < 0)
+				return NULL;
+			appendStringInfoChar(&buf, (char) (hi * 16 + lo));
+			p += 2;
+		}
+		else if (zkl_byte_is_plain((unsigned char) *p, false))
+			appendStringInfoChar(&buf, *p);
+		else
+			return NULL;
+	}
+	return buf.data;
+}
+
 /* The absolute path of the directory holding the contenders for a name. */
 char	   *
 zkl_lock_dir(const char *name, int len)

@@ -1151,7 +1151,10 @@ zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite)
 	char	   *path;
 	bool		waiting;
 	bool		wanted;
-	bool		free_it = false;
+	char		dir[ZKL_MAX_DIR_LEN];
+	char		node[ZKL_MAX_NODE_LEN];
+	char		description[ZKL_MAX_DATA_LEN];
+	int64		czxid = 0;
 
 	if (slot->sibling_slotno >= 0 && slot->sibling_slotno < zkl_shared->nslots)
 		wait = &zkl_shared->slots[slot->sibling_slotno];
@@ -1162,39 +1165,24 @@ zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite)
 		wait->state == ZKL_SLOT_WAITING && wait->node[0] != '\0';
 	if (waiting)
 	{
-		initStringInfo(&data);
-		appendStringInfoString(&data, "{\"lock_dir\":");
-		zkl_json_bytes(&data, wait->dir);
-		appendStringInfoString(&data, ",\"lock_node\":");
-		zkl_json_bytes(&data, wait->node);
-		appendStringInfo(&data, ",\"czxid\":" INT64_FORMAT, wait->token);
-		/* Then the request's own description, its fields beside these. */
-		if (wait->data[0] == '{' && wait->data[1] != '}' && wait->data[1] != '\0')
-			appendStringInfo(&data, ",%s", wait->data + 1);
-		else
-			appendStringInfoChar(&data, '}');
+		strlcpy(dir, wait->dir, sizeof(dir));
+		strlcpy(node, wait->node, sizeof(node));
+		strlcpy(description, wait->data, sizeof(description));
+		czxid = wait->token;
 		snprintf(slot->node, sizeof(slot->node), "%016llx-%d",
 				 (unsigned long long) zkl_shared->session_id, slot->pid);
 	}
-	else if (slot->node[0] != '\0')
-	{
-		/*
-		 * The wait ended, but an earlier create of the node (cut off by a
-		 * connection loss, or of the worker before this one) may have taken
-		 * effect: it is deleted, now or when the backend gives it up.
-		 */
-		if (slot->wanted)
-			slot->state = ZKL_SLOT_HELD;
-	}
-	else if (slot->wanted)
-		slot->state = ZKL_SLOT_HELD;
-	else
-		free_it = true;
+	else if (wanted)
+		slot->state = ZKL_SLOT_HELD;	/* nothing to publish: answered */
 	LWLockRelease(zkl_shared->lock);
 
+	/*
+	 * The wait ended, but an earlier create of the node (cut off by a
+	 * connection loss, or of the worker before this one) may have taken
+	 * effect: it is deleted, now or when the backend gives it up.
+	 */
 	if (!waiting && slot->node[0] != '\0')
 	{
-		/* Given up meanwhile: the backend's give-up finds PUBLISHED. */
 		zkl_works[slotno].phase = ZKL_PH_PUBLISHED;
 		if (!wanted)
 			zkl_send_delete(slotno, slot);
@@ -1203,10 +1191,22 @@ zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite)
 	if (!waiting)
 	{
 		zkl_end_work(&zkl_works[slotno]);
-		if (free_it)
+		if (!wanted)
 			zkl_free_slot(slotno);
 		return;
 	}
+
+	initStringInfo(&data);
+	appendStringInfoString(&data, "{\"lock_dir\":");
+	zkl_json_bytes(&data, dir);
+	appendStringInfoString(&data, ",\"lock_node\":");
+	zkl_json_bytes(&data, node);
+	appendStringInfo(&data, ",\"czxid\":" INT64_FORMAT, czxid);
+	/* Then the request's own description, its fields beside these. */
+	if (description[0] == '{' && description[1] != '}' && description[1] != '\0')
+		appendStringInfo(&data, ",%s", description + 1);
+	else
+		appendStringInfoChar(&data, '}');
 
 	path = zkl_child_path(slot, slot->node);
 	if (overwrite)
