@@ -24,11 +24,12 @@ for my $name (qw(a b c))
 my ($a, $b, $c) = @nodes{qw(a b c)};
 
 # A session in a transaction that holds the given locks (exclusive unless
-# "name:shared").
+# "name:shared"); a first argument { dbname => ... } picks the database.
 sub holder
 {
 	my ($node, @locks) = @_;
-	my $s = bg_session($node);
+	my %opts = ref $locks[0] eq 'HASH' ? %{ shift @locks } : ();
+	my $s = bg_session($node, %opts);
 	$s->query_safe("\\set VERBOSITY verbose");
 	$s->query_safe('BEGIN');
 	for my $l (@locks)
@@ -52,6 +53,18 @@ sub start_wait
 		$node->safe_psql('postgres',
 			"SELECT count(*) FROM zk_locks WHERE pid = $s->{pid} AND name = '$lock' AND state = 'waiting'") eq '1'
 	}, 30, "" . $node->name . " pid $s->{pid} waits for $lock");
+}
+
+# Start an UPDATE of the row of table rows in session $s; returns once it
+# waits for the row lock of another session.
+sub start_row_wait
+{
+	my ($s, $node, $delta) = @_;
+	$s->{stderr} = '';
+	$s->query_until(qr/started/, "\\echo started\nUPDATE rows SET v = v + $delta WHERE id = 1;\n\\echo done\n");
+	wait_until(sub {
+		$node->safe_psql('postgres', "SELECT wait_event_type FROM pg_stat_activity WHERE pid = $s->{pid}") eq 'Lock'
+	}, 30, $node->name . " pid $s->{pid} waits for the row lock");
 }
 
 # The outcome of the wait started with start_wait: 'granted' or a SQLSTATE;
@@ -181,10 +194,7 @@ sub sum_counter
 	my $s1 = holder($a, 'm');
 	my $s2 = holder($a);
 	$s2->query_safe('UPDATE rows SET v = v + 1 WHERE id = 1');
-	$s1->query_until(qr/started/, "\\echo started\nUPDATE rows SET v = v + 10 WHERE id = 1;\n\\echo done\n");
-	wait_until(sub {
-		$a->safe_psql('postgres', "SELECT wait_event_type FROM pg_stat_activity WHERE pid = $s1->{pid}") eq 'Lock'
-	}, 30, 'A1 waits for the row lock');
+	start_row_wait($s1, $a, 10);
 	start_wait($s2, $a, 'm');
 	is(finish_wait($s2), '40P01', 'zklock and row lock: the zklock request fails with 40P01');
 	like($s2->{last_err}, qr/Process $s2->{pid} of cluster "a" waits for ZooKeeper lock "m" in exclusive mode; blocked by process $s1->{pid} of cluster "a"\.\nProcess $s1->{pid} of cluster "a" waits for a PostgreSQL lock; blocked by process $s2->{pid}\./,
@@ -208,7 +218,7 @@ sub sum_counter
 	my $sb = holder($b, 'n1');
 	start_wait($s1, $a, 'n1');
 	start_wait($sb, $b, 'n2');
-	$s3->query_until(qr/started/, "\\echo started\nUPDATE rows SET v = v + 1000 WHERE id = 1;\n\\echo done\n");
+	start_row_wait($s3, $a, 1000);
 	is(finish_wait($s1), '40P01', 'a row lock and a newer request of another cluster: the newest request of the row lock\'s cluster fails with 40P01');
 	like($s1->{last_err}, qr/Process $s1->{pid} of cluster "a" waits for ZooKeeper lock "n1" in exclusive mode; blocked by process $sb->{pid} of cluster "b"\.\nProcess $sb->{pid} of cluster "b" waits for ZooKeeper lock "n2" in exclusive mode; blocked by process $s3->{pid} of cluster "a"\.\nProcess $s3->{pid} of cluster "a" waits for a PostgreSQL lock; blocked by process $s1->{pid}\./,
 		'the detail names the three edges');
@@ -252,9 +262,7 @@ sub sum_counter
 	my $checks = counter($b, 'deadlock_checks');
 	my $found = counter($b, 'deadlocks_found');
 	my $sa = holder($a, 'w');
-	my $sb = bg_session($b);
-	$sb->{pid} = $sb->query_safe('SELECT pg_backend_pid()');
-	$sb->query_safe('BEGIN');
+	my $sb = holder($b);
 	start_wait($sb, $b, 'w');
 	$sa->query_safe('COMMIT');
 	is(finish_wait($sb), 'granted', 'a short wait is granted');
@@ -269,10 +277,8 @@ sub sum_counter
 	ok(wait_until(sub { zk_ls($zk, '/zklock/.waits') == 1 }, 30, 'the wait is published'),
 		'a wait that lasts deadlock_timeout is published');
 	# A second published wait makes every check read the directory.
-	my $sc = bg_session($c);
-	$sc->{pid} = $sc->query_safe('SELECT pg_backend_pid()');
+	my $sc = holder($c);
 	$sc->query_safe("SET deadlock_timeout = '100ms'; SET lock_timeout = '30s'");
-	$sc->query_safe('BEGIN');
 	start_wait($sc, $c, 'w');
 	wait_until(sub { zk_ls($zk, '/zklock/.waits') == 2 }, 30, 'both waits are published');
 	is($b->safe_psql('postgres', "SELECT slots_used = (SELECT count(*) FROM zk_locks) FROM zk_status()"), 't',
@@ -299,14 +305,10 @@ sub sum_counter
 	my $s1 = holder($a, 'h');
 	my $s2 = holder($a);
 	$s2->query_safe('UPDATE rows SET v = v + 1 WHERE id = 1');
-	$s1->query_until(qr/started/, "\\echo started\nSET lock_timeout = 0;\nUPDATE rows SET v = v + 10 WHERE id = 1;\n\\echo done\n");
-	wait_until(sub {
-		$a->safe_psql('postgres', "SELECT wait_event_type FROM pg_stat_activity WHERE pid = $s1->{pid}") eq 'Lock'
-	}, 30, 'A1 waits for the row lock');
-	my $s3 = bg_session($a);
-	$s3->{pid} = $s3->query_safe('SELECT pg_backend_pid()');
+	$s1->query_safe('SET lock_timeout = 0');
+	start_row_wait($s1, $a, 10);
+	my $s3 = holder($a);
 	$s3->query_safe("SET lock_timeout = 0");
-	$s3->query_safe('BEGIN');
 	start_wait($s3, $a, 'h');
 	ok(wait_until(sub { zk_ls($zk, '/zklock/.waits') == 1 }, 30, "A3's wait is published"),
 		"A3's wait is published");
@@ -338,14 +340,8 @@ sub sum_counter
 	$b->safe_psql($kana, 'CREATE EXTENSION zklock');
 	$a->safe_psql('postgres', q{CREATE DATABASE latin1 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0});
 	$a->safe_psql('latin1', 'CREATE EXTENSION zklock');
-	my $sb = bg_session($b, dbname => $kana);
-	$sb->query_safe('\set VERBOSITY verbose');
-	$sb->query_safe("BEGIN; SELECT zk_lock_acquire_xact('g1')");
-	$sb->{pid} = $sb->query_safe('SELECT pg_backend_pid()');
-	my $sa = bg_session($a, dbname => 'latin1');
-	$sa->query_safe('\set VERBOSITY verbose');
-	$sa->query_safe("BEGIN; SELECT zk_lock_acquire_xact('g2')");
-	$sa->{pid} = $sa->query_safe('SELECT pg_backend_pid()');
+	my $sb = holder($b, { dbname => $kana }, 'g1');
+	my $sa = holder($a, { dbname => 'latin1' }, 'g2');
 	start_wait($sb, $b, 'g2');
 	start_wait($sa, $a, 'g1');
 	is(finish_wait($sa), '40P01', 'a LATIN1 database finds the cycle through a description it cannot hold as jsonb');
