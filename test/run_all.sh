@@ -13,7 +13,10 @@
 # runs only the TAP tests whose file names match the shell glob PATTERN
 # (ZKLOCK_TAP=none: none), for a quicker round while developing; a pattern
 # that matches no file is an error, and under CI (CI set, as .ci/run sets it)
-# any selection is refused.
+# any selection is refused.  ZKLOCK_PACKAGE=skip leaves out the Debian
+# package stage (it installs into the system), also refused under CI.
+# PG_CONFIG=/path/to/pg_config runs against that PostgreSQL installation
+# (default: Debian's 15).
 #
 # A green run means every stage ran tests: a stage that runs none (an empty
 # REGRESS or ISOLATION, a unit program that prints no test) fails; a TAP
@@ -116,9 +119,13 @@ finish() {
 	[ "$FAILED" -eq 0 ] && [ ${#FAILED_STAGES[@]} -eq 0 ]
 }
 
-# Under CI the whole suite runs: no selection of TAP tests.
+# Under CI the whole suite runs: no selection of TAP tests, no stage left out.
 if [ -n "${CI:-}" ] && [ -n "${ZKLOCK_TAP:-}" ]; then
 	echo "CI is set but ZKLOCK_TAP selects tests ($ZKLOCK_TAP): CI runs the whole suite" >&2
+	exit 1
+fi
+if [ -n "${CI:-}" ] && [ -n "${ZKLOCK_PACKAGE:-}" ]; then
+	echo "CI is set but ZKLOCK_PACKAGE=$ZKLOCK_PACKAGE: CI runs the whole suite" >&2
 	exit 1
 fi
 
@@ -301,6 +308,11 @@ fi
 # stage meets the package.  Its checks print pg_regress's result lines.
 # It runs in the background, so that a signal to us stops it (and it, its
 # servers) at once; tail shows its log meanwhile.
+if [ "${ZKLOCK_PACKAGE:-}" = skip ]; then
+	echo "ZKLOCK_PACKAGE=skip: the Debian package stage is left out"
+	finish
+	exit $?
+fi
 say "debian package"
 rc=0
 bash "$TOP/test/package.sh" >"$WORK/package.log" 2>&1 &

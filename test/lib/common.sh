@@ -6,8 +6,10 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2034 # PG_CONFIG, AS_ROOT, ... are for the callers
 
-PGBIN=/usr/lib/postgresql/15/bin
-PG_CONFIG=$PGBIN/pg_config
+# The PostgreSQL to build and test against: PG_CONFIG from the environment
+# (a pg_config in the bin directory of that installation), else Debian's 15.
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+PGBIN=$(dirname "$PG_CONFIG")
 export PATH="$PGBIN:$PATH"
 
 # PostgreSQL refuses to run as root, and so do initdb, pg_regress's server
