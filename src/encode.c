@@ -1,13 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * encode.c
- *		Mapping of lock names to ZooKeeper node names.
- *
- * The mapping is injective and always yields one valid path component:
- * bytes outside [A-Za-z0-9_.-] become %XX (so "/" cannot leave the lock's
- * directory and "%" cannot be confused with an escape), and a leading "."
- * is escaped too, which rules out "." and "..".  Decoding is plain
- * percent-decoding, so distinct names never share a directory.
+ *		Lock names as ZooKeeper node names, for the backends: the checks
+ *		and allocations around lock_name.c's pure mapping (whose top says
+ *		what the mapping is), and the text zklock shows.
  *
  * Text that zklock shows comes from elsewhere too: lock names of databases
  * of other encodings, node names that other ZooKeeper clients chose.  What
@@ -22,32 +18,23 @@
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 
+#include "lock_name.h"
 #include "zklock.h"
-
-static bool
-zkl_byte_is_plain(unsigned char c, bool first)
-{
-	if (c == '.')
-		return !first;
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-		(c >= '0' && c <= '9') || c == '_' || c == '-';
-}
 
 static void
 zkl_append_percent(StringInfo buf, unsigned char c)
 {
-	static const char hex[] = "0123456789ABCDEF";
+	char		escape[3];
 
-	appendStringInfoChar(buf, '%');
-	appendStringInfoChar(buf, hex[c >> 4]);
-	appendStringInfoChar(buf, hex[c & 0x0F]);
+	zkl_name_percent(escape, c);
+	appendBinaryStringInfo(buf, escape, sizeof(escape));
 }
 
 /* Validate a lock name and return its encoded form (palloc'd). */
 char	   *
 zkl_encode_name(const char *name, int len)
 {
-	StringInfoData buf;
+	char	   *encoded;
 
 	if (len == 0)
 		ereport(ERROR,
@@ -59,17 +46,9 @@ zkl_encode_name(const char *name, int len)
 				 errmsg("ZooKeeper lock name is too long"),
 				 errdetail("The name has %d bytes; the limit is %d.", len, ZKL_MAX_NAME_LEN)));
 
-	initStringInfo(&buf);
-	for (int i = 0; i < len; i++)
-	{
-		unsigned char c = (unsigned char) name[i];
-
-		if (zkl_byte_is_plain(c, i == 0))
-			appendStringInfoChar(&buf, (char) c);
-		else
-			zkl_append_percent(&buf, c);
-	}
-	return buf.data;
+	encoded = palloc(ZKL_ENCODED_SIZE(len));
+	zkl_name_encode(name, len, encoded);
+	return encoded;
 }
 
 /* The value of a hexadecimal digit, or -1. */
@@ -93,29 +72,14 @@ zkl_hex_digit(char c)
 char	   *
 zkl_decode_name(const char *encoded)
 {
-	StringInfoData buf;
+	char	   *name = palloc(ZKL_MAX_NAME_LEN + 1);
 
-	if (encoded[0] == '\0' || encoded[0] == '.')
-		return NULL;
-	initStringInfo(&buf);
-	for (const char *p = encoded; *p; p++)
+	if (zkl_name_decode(encoded, name, ZKL_MAX_NAME_LEN) < 0)
 	{
-		if (*p == '%')
-		{
-			int			hi = zkl_hex_digit(p[1]);
-			int			lo = hi < 0 ? -1 : zkl_hex_digit(p[2]);
-
-			if (lo < 0)
-				return NULL;
-			appendStringInfoChar(&buf, (char) (hi * 16 + lo));
-			p += 2;
-		}
-		else if (zkl_byte_is_plain((unsigned char) *p, false))
-			appendStringInfoChar(&buf, *p);
-		else
-			return NULL;
+		pfree(name);
+		return NULL;
 	}
-	return buf.data;
+	return name;
 }
 
 /* The absolute path of the directory holding the contenders for a name. */

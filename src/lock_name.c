@@ -1,0 +1,110 @@
+/*-------------------------------------------------------------------------
+ *
+ * lock_name.c
+ *		Mapping of lock names to ZooKeeper node names, and back.  Plain C
+ *		with no PostgreSQL, ZooKeeper or shared memory: encode.c calls it
+ *		in the backends, test/unit proves it without a server.
+ *
+ * The mapping is injective and always yields one valid path component:
+ * bytes outside [A-Za-z0-9_.-] become %XX (so "/" cannot leave the lock's
+ * directory and "%" cannot be confused with an escape), and a leading "."
+ * is escaped too, which rules out "." and "..".  Lock names are
+ * PostgreSQL text, which never holds a NUL byte.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "lock_name.h"
+
+/* Whether byte c is written as itself (first: it begins the name). */
+bool
+zkl_name_byte_is_plain(unsigned char c, bool first)
+{
+	if (c == '.')
+		return !first;
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		(c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+/* Write byte c as %XX (upper-case hex) into out[0..2]. */
+void
+zkl_name_percent(char *out, unsigned char c)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	out[0] = '%';
+	out[1] = hex[c >> 4];
+	out[2] = hex[c & 0x0F];
+}
+
+/*
+ * Encode the len bytes of name into out, which has room for
+ * ZKL_ENCODED_SIZE(len) bytes; returns the length written (a NUL follows).
+ */
+int
+zkl_name_encode(const char *name, int len, char *out)
+{
+	int			n = 0;
+
+	for (int i = 0; i < len; i++)
+	{
+		unsigned char c = (unsigned char) name[i];
+
+		if (zkl_name_byte_is_plain(c, i == 0))
+			out[n++] = (char) c;
+		else
+		{
+			zkl_name_percent(out + n, c);
+			n += 3;
+		}
+	}
+	out[n] = '\0';
+	return n;
+}
+
+/* The value of a hexadecimal digit, or -1. */
+static int
+zkl_name_hex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/*
+ * Decode encoded into out, which has room for max_len + 1 bytes: returns
+ * the name's length (a NUL follows), or -1 when encoded is not what
+ * zkl_name_encode writes for a name of 1 to max_len bytes.
+ */
+int
+zkl_name_decode(const char *encoded, char *out, int max_len)
+{
+	int			n = 0;
+
+	if (encoded[0] == '\0' || encoded[0] == '.')
+		return -1;
+	for (const char *p = encoded; *p; p++)
+	{
+		if (n >= max_len)
+			return -1;
+		if (*p == '%')
+		{
+			int			hi = zkl_name_hex(p[1]);
+			int			lo = hi < 0 ? -1 : zkl_name_hex(p[2]);
+
+			if (lo < 0)
+				return -1;
+			out[n++] = (char) (hi * 16 + lo);
+			p += 2;
+		}
+		else if (zkl_name_byte_is_plain((unsigned char) *p, false))
+			out[n++] = *p;
+		else
+			return -1;
+	}
+	out[n] = '\0';
+	return n;
+}

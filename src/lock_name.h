@@ -1,0 +1,24 @@
+/*-------------------------------------------------------------------------
+ *
+ * lock_name.h
+ *		Lock names as ZooKeeper node names (lock_name.c): the encoding and
+ *		its exact inverse, as pure functions: plain C, no PostgreSQL,
+ *		ZooKeeper or shared memory, proven by unit tests without a server
+ *		(test/unit).  encode.c wraps them for the backends.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZKLOCK_LOCK_NAME_H
+#define ZKLOCK_LOCK_NAME_H
+
+#include <stdbool.h>
+
+/* The room the encoding of a name of len bytes takes, its NUL included. */
+#define ZKL_ENCODED_SIZE(len) (3 * (len) + 1)
+
+extern bool zkl_name_byte_is_plain(unsigned char c, bool first);
+extern void zkl_name_percent(char *out, unsigned char c);
+extern int	zkl_name_encode(const char *name, int len, char *out);
+extern int	zkl_name_decode(const char *encoded, char *out, int max_len);
+
+#endif							/* ZKLOCK_LOCK_NAME_H */
