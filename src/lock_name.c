@@ -9,7 +9,10 @@
  * bytes outside [A-Za-z0-9_.-] become %XX (so "/" cannot leave the lock's
  * directory and "%" cannot be confused with an escape), and a leading "."
  * is escaped too, which rules out "." and "..".  Lock names are
- * PostgreSQL text, which never holds a NUL byte.
+ * PostgreSQL text, which never holds a NUL byte.  Decoding is the exact
+ * inverse: it takes what the encoding writes and nothing else, so that one
+ * lock has one directory and a directory another client made shows as
+ * no lock of ours, never as some lock under another spelling.
  *
  *-------------------------------------------------------------------------
  */
@@ -61,7 +64,7 @@ zkl_name_encode(const char *name, int len, char *out)
 	return n;
 }
 
-/* The value of a hexadecimal digit, or -1. */
+/* The value of a hex digit as the encoder writes them (upper case), or -1. */
 static int
 zkl_name_hex(char c)
 {
@@ -69,23 +72,23 @@ zkl_name_hex(char c)
 		return c - '0';
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
 	return -1;
 }
 
 /*
  * Decode encoded into out, which has room for max_len + 1 bytes: returns
  * the name's length (a NUL follows), or -1 when encoded is not what
- * zkl_name_encode writes for a name of 1 to max_len bytes.
+ * zkl_name_encode writes for a name of 1 to max_len bytes without NUL.
+ * Exactly: an escape is upper-case hex of a byte that is never written
+ * plain where it stands (not %61, not a later %2E) and not %00, so that
+ * every lock name has one node name and no node name shows as another's
+ * lock or cut short.
  */
 int
 zkl_name_decode(const char *encoded, char *out, int max_len)
 {
 	int			n = 0;
 
-	if (encoded[0] == '\0' || encoded[0] == '.')
-		return -1;
 	for (const char *p = encoded; *p; p++)
 	{
 		if (n >= max_len)
@@ -94,17 +97,18 @@ zkl_name_decode(const char *encoded, char *out, int max_len)
 		{
 			int			hi = zkl_name_hex(p[1]);
 			int			lo = hi < 0 ? -1 : zkl_name_hex(p[2]);
+			unsigned char c = (unsigned char) (hi * 16 + lo);
 
-			if (lo < 0)
+			if (lo < 0 || c == '\0' || zkl_name_byte_is_plain(c, n == 0))
 				return -1;
-			out[n++] = (char) (hi * 16 + lo);
+			out[n++] = (char) c;
 			p += 2;
 		}
-		else if (zkl_name_byte_is_plain((unsigned char) *p, false))
+		else if (zkl_name_byte_is_plain((unsigned char) *p, n == 0))
 			out[n++] = *p;
 		else
 			return -1;
 	}
 	out[n] = '\0';
-	return n;
+	return n > 0 ? n : -1;
 }
