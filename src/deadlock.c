@@ -178,7 +178,7 @@ zkl_lock_dir_ok(const char *dir, const char *node)
 /*
  * Read every published wait.  A node is taken only when its name is
  * "<session>-<pid>" and it belongs to that session, as the worker makes
- * them; anything else under .waits is not a wait.
+ * them (zkl_wait_publisher); anything else under .waits is not a wait.
  */
 static void
 zkl_read_waits(zkl_graph *g)
@@ -196,21 +196,17 @@ zkl_read_waits(zkl_graph *g)
 		zkl_inspect_entry *e = (zkl_inspect_entry *) p;
 		char	   *name = pnstrdup(p + sizeof(zkl_inspect_entry), e->name_len);
 		char	   *data = pnstrdup(p + sizeof(zkl_inspect_entry) + e->name_len, e->data_len);
-		unsigned long long session;
-		int			pid;
-		int			used = 0;
+		zkl_backend_ref who;
 		char	   *f[lengthof(keys)];
 
 		p += MAXALIGN(sizeof(zkl_inspect_entry) + e->name_len + e->data_len);
-		if (sscanf(name, "%16llx-%d%n", &session, &pid, &used) != 2 ||
-			name[used] != '\0' || (int64) session != e->owner || pid <= 0)
+		if (!zkl_wait_publisher(name, e->owner, &who))
 			continue;
 		if (zkl_json_fields(data, e->data_len, keys, f, lengthof(keys)))
 		{
 			zkl_published *w = &g->waits[g->nwaits];
 
-			w->who.session = (int64) session;
-			w->who.pid = pid;
+			w->who = who;
 			w->dir = f[0];
 			w->node = f[1];
 			w->czxid = f[2] ? strtoll(f[2], NULL, 10) : 0;
@@ -295,7 +291,8 @@ zkl_follow_zklock(zkl_graph *g, const zkl_published *w)
 	if (d == NULL)
 		return;
 	for (int i = 0; i < d->n; i++)
-		if (strcmp(d->all[i].node, w->node) == 0 && d->all[i].czxid == w->czxid)
+		if (zkl_wait_names_request(w->who, w->node, w->czxid,
+								   d->all[i].node, d->all[i].czxid, d->all[i].session))
 			self = i;
 	/* The request is gone: the wait is over, whatever was published. */
 	if (self < 0)

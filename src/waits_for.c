@@ -84,6 +84,59 @@ zkl_backend_equal(zkl_backend_ref a, zkl_backend_ref b)
 	return a.session == b.session && a.pid == b.pid;
 }
 
+/*
+ * Who published a wait: a node under <root>/.waits named
+ * "<session>-<pid>", as the worker names them (the session as 16
+ * lower-case hex digits, the pid in decimal), whose ephemeralOwner (owner)
+ * is that session.  Fills *who and returns true; false for anything else
+ * there, which is no wait.
+ */
+bool
+zkl_wait_publisher(const char *name, int64_t owner, zkl_backend_ref *who)
+{
+	uint64_t	session = 0;
+	int64_t		pid = 0;
+	const char *p = name;
+
+	for (int i = 0; i < 16; i++, p++)
+	{
+		if (*p >= '0' && *p <= '9')
+			session = session * 16 + (uint64_t) (*p - '0');
+		else if (*p >= 'a' && *p <= 'f')
+			session = session * 16 + (uint64_t) (*p - 'a' + 10);
+		else
+			return false;
+	}
+	if (*p++ != '-' || *p < '1' || *p > '9')
+		return false;
+	for (; *p >= '0' && *p <= '9'; p++)
+	{
+		pid = pid * 10 + (*p - '0');
+		if (pid > INT32_MAX)
+			return false;
+	}
+	if (*p != '\0' || (int64_t) session != owner || owner == 0)
+		return false;
+	who->session = owner;
+	who->pid = (int32_t) pid;
+	return true;
+}
+
+/*
+ * Whether a node of a lock directory (its name, czxid and ephemeralOwner)
+ * is the request that a wait published by publisher names (wait_node,
+ * wait_czxid).
+ */
+bool
+zkl_wait_names_request(zkl_backend_ref publisher, const char *wait_node,
+					   int64_t wait_czxid, const char *node, int64_t czxid,
+					   int64_t owner)
+{
+	(void) publisher;
+	(void) owner;
+	return czxid == wait_czxid && strcmp(node, wait_node) == 0;
+}
+
 /* The czxid of backend's zklock wait in the graph, or 0 if it has none. */
 static int64_t
 zkl_wait_czxid(const zkl_wait_edge *edges, int nedges, zkl_backend_ref backend)

@@ -56,6 +56,10 @@ typedef struct zkl_wait_edge
 } zkl_wait_edge;
 
 extern bool zkl_backend_equal(zkl_backend_ref a, zkl_backend_ref b);
+extern bool zkl_wait_publisher(const char *name, int64_t owner, zkl_backend_ref *who);
+extern bool zkl_wait_names_request(zkl_backend_ref publisher, const char *wait_node,
+								   int64_t wait_czxid, const char *node, int64_t czxid,
+								   int64_t owner);
 extern int	zkl_deadlock_victim_cycle(const zkl_wait_edge *edges, int nedges,
 									  zkl_backend_ref self, int64_t self_czxid,
 									  int *cycle, int max_cycle);

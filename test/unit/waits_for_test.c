@@ -644,6 +644,51 @@ test_blockers(void)
 	check(n == 0, "a request absent from the listing has no blockers");
 }
 
+/*
+ * Whose a published wait is (issue 23, defect 7): the node under .waits is
+ * named for its session, and that session must be its owner; the request
+ * it names must be a node created by that same session, or anyone could
+ * add an edge in another's name and make an innocent waiter a victim.
+ */
+static void
+test_published_waits(void)
+{
+	zkl_backend_ref who = {0, 0};
+	zkl_backend_ref pub = be(1, 1);
+	zkl_backend_ref other = be(2, 1);
+	const char *req = "_c_a-lock-0000000007";
+
+	check(zkl_wait_publisher("0000000000001001-101", 0x1001, &who) &&
+		  zkl_backend_equal(who, pub),
+		  "a wait named for its owning session is that session's backend's");
+	check(!zkl_wait_publisher("0000000000001001-101", 0x1002, &who),
+		  "a wait named for another session than its owner is none");
+	check(!zkl_wait_publisher("0000000000000000-101", 0, &who),
+		  "a persistent node (no owner) is no wait");
+	check(!zkl_wait_publisher("0000000000001001-0", 0x1001, &who) &&
+		  !zkl_wait_publisher("0000000000001001--5", 0x1001, &who) &&
+		  !zkl_wait_publisher("0000000000001001-0101", 0x1001, &who) &&
+		  !zkl_wait_publisher("0000000000001001-101x", 0x1001, &who) &&
+		  !zkl_wait_publisher("0000000000001001-", 0x1001, &who) &&
+		  !zkl_wait_publisher("0000000000001001-99999999999", 0x1001, &who) &&
+		  !zkl_wait_publisher("000000000001001-101", 0x1001, &who) &&
+		  !zkl_wait_publisher("000000000000100A-101", 0x100A, &who) &&
+		  !zkl_wait_publisher(" 000000000001001-101", 0x1001, &who) &&
+		  !zkl_wait_publisher("", 0x1001, &who),
+		  "names the worker does not write are no waits (pid 0, signs, leading zeros, junk, overflow, short or upper-case session)");
+	check(zkl_wait_publisher("ffffffffffffffff-2147483647", -1, &who) &&
+		  who.session == -1 && who.pid == 2147483647,
+		  "the widest session and pid are read");
+
+	check(zkl_wait_names_request(pub, req, 77, req, 77, pub.session),
+		  "the wait's own request (its name, czxid and the publisher's session) is the request");
+	check(!zkl_wait_names_request(pub, req, 77, req, 77, other.session),
+		  "a node of the name and czxid the wait names, but created by another session, is not its request");
+	check(!zkl_wait_names_request(pub, req, 77, req, 78, pub.session) &&
+		  !zkl_wait_names_request(pub, req, 77, "_c_a-lock-0000000008", 77, pub.session),
+		  "a node of another czxid or name is not the request");
+}
+
 int
 main(void)
 {
@@ -659,5 +704,6 @@ main(void)
 	test_heavyweight_loop_elsewhere();
 	test_two_cluster_random_graphs();
 	test_blockers();
+	test_published_waits();
 	return tap_done();
 }
