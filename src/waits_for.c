@@ -125,16 +125,20 @@ zkl_wait_publisher(const char *name, int64_t owner, zkl_backend_ref *who)
 /*
  * Whether a node of a lock directory (its name, czxid and ephemeralOwner)
  * is the request that a wait published by publisher names (wait_node,
- * wait_czxid).
+ * wait_czxid).  The node must have been created by the session that
+ * published the wait: a wait is believed only of its own session's
+ * request.  Anyone may write under .waits in a session of their own, and
+ * a wait naming someone else's request (forged, or left by an earlier
+ * session) would add an edge that is not there, closing a false cycle
+ * whose victim is innocent.
  */
 bool
 zkl_wait_names_request(zkl_backend_ref publisher, const char *wait_node,
 					   int64_t wait_czxid, const char *node, int64_t czxid,
 					   int64_t owner)
 {
-	(void) publisher;
-	(void) owner;
-	return czxid == wait_czxid && strcmp(node, wait_node) == 0;
+	return owner == publisher.session && owner != 0 &&
+		czxid == wait_czxid && strcmp(node, wait_node) == 0;
 }
 
 /* The czxid of backend's zklock wait in the graph, or 0 if it has none. */
