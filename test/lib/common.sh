@@ -44,7 +44,7 @@ copy_tree() {
 	tar -C "$src" --exclude=./.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
 		--exclude=./results --exclude=./output_iso --exclude=./tmp_check \
 		--exclude=./log --exclude=./regression.diffs --exclude=./regression.out \
-		--exclude=./test/tools/zkutil --exclude=./test/unit/lock_rule_test --exclude=./test/unit/waits_for_test -cf - . | tar -C "$dest" -xf -
+		--exclude=./test/tools/zkutil --exclude=./test/unit/lock_rule_test --exclude=./test/unit/waits_for_test --exclude=./test/unit/encode_test -cf - . | tar -C "$dest" -xf -
 	[ "$(id -u)" -ne 0 ] || chown -R "$RUN_USER:" "$dest"
 }
 

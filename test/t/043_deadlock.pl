@@ -10,6 +10,7 @@ use warnings FATAL => 'all';
 use FindBin;
 use lib "$FindBin::RealBin/../lib";
 use ZklockTest;
+use ZklockTest::Deadlock;
 use Test::More;
 
 my $zk = zk_start(1);
@@ -22,71 +23,6 @@ for my $name (qw(a b c))
 		conf => [ "cluster_name = '$name'", "deadlock_timeout = '1s'", "lock_timeout = '3s'" ]);
 }
 my ($a, $b, $c) = @nodes{qw(a b c)};
-
-# A session in a transaction that holds the given locks (exclusive unless
-# "name:shared"); a first argument { dbname => ... } picks the database.
-sub holder
-{
-	my ($node, @locks) = @_;
-	my %opts = ref $locks[0] eq 'HASH' ? %{ shift @locks } : ();
-	my $s = bg_session($node, %opts);
-	$s->query_safe("\\set VERBOSITY verbose");
-	$s->query_safe('BEGIN');
-	for my $l (@locks)
-	{
-		my ($name, $shared) = split /:/, $l;
-		my $fn = $shared ? 'zk_lock_acquire_xact_shared' : 'zk_lock_acquire_xact';
-		$s->query_safe("SELECT $fn('$name')");
-	}
-	$s->{pid} = $s->query_safe('SELECT pg_backend_pid()');
-	return $s;
-}
-
-# Start a waiting acquire in session $s; returns once it waits in zk_locks.
-sub start_wait
-{
-	my ($s, $node, $lock, $shared) = @_;
-	my $fn = $shared ? 'zk_lock_acquire_xact_shared' : 'zk_lock_acquire_xact';
-	$s->{stderr} = '';
-	$s->query_until(qr/started/, "\\echo started\nSELECT $fn('$lock') > 0 AS granted;\n\\echo done\n");
-	wait_until(sub {
-		$node->safe_psql('postgres',
-			"SELECT count(*) FROM zk_locks WHERE pid = $s->{pid} AND name = '$lock' AND state = 'waiting'") eq '1'
-	}, 30, "" . $node->name . " pid $s->{pid} waits for $lock");
-}
-
-# Start an UPDATE of the row of table rows in session $s; returns once it
-# waits for the row lock of another session.
-sub start_row_wait
-{
-	my ($s, $node, $delta) = @_;
-	$s->{stderr} = '';
-	$s->query_until(qr/started/, "\\echo started\nUPDATE rows SET v = v + $delta WHERE id = 1;\n\\echo done\n");
-	wait_until(sub {
-		$node->safe_psql('postgres', "SELECT wait_event_type FROM pg_stat_activity WHERE pid = $s->{pid}") eq 'Lock'
-	}, 30, $node->name . " pid $s->{pid} waits for the row lock");
-}
-
-# The outcome of the wait started with start_wait: 'granted' or a SQLSTATE;
-# the stderr (with the error's detail) in $s->{last_err}.
-sub finish_wait
-{
-	my ($s) = @_;
-	my $out = $s->query_until(qr/done/, '');
-	$s->{last_err} = $s->{stderr};
-	$s->{stderr} = '';
-	return 'granted' if $out =~ /\bt\b/;
-	return sqlstate_of($s->{last_err});
-}
-
-sub end_all
-{
-	for my $s (@_)
-	{
-		$s->query('ROLLBACK');
-		$s->quit;
-	}
-}
 
 sub counter
 {
