@@ -18,7 +18,7 @@ use Test::More;
 
 my $zk = zk_start(1);
 my $pg = zklock_node('a', $zk,
-	conf => [ "cluster_name = 'a'", "deadlock_timeout = '200ms'", "lock_timeout = '4s'" ]);
+	conf => [ "cluster_name = 'a'", "deadlock_timeout = '1s'", "lock_timeout = '4s'" ]);
 
 sub counter
 {
