@@ -65,11 +65,11 @@ like($err, qr/^DETAIL:  .*ZNOAUTH.*\Q$h->{node}\E/m, "... naming ZooKeeper's ZNO
 ok(defined zk_stat($zk, $h->{node}), "the holder's node is still there");
 is(zk_get($zk, $h->{node}), $data, '... with its own data, not the revocation message');
 is(lock_state($a, $h->{pid}, 'rv'), 'held', 'zk_locks shows the hold as held');
-is($h->{s}->query_safe("SELECT zk_lock_check('rv')"), 't', 'the holder still holds rv (zk_lock_check)');
+is(bg_result($h->{s}, "SELECT zk_lock_check('rv')"), 't', 'the holder still holds rv (zk_lock_check)');
 is($b->safe_psql('postgres', "SELECT zk_lock_try('rv')"), 'f', 'nobody else gets the lock');
 is($a->safe_psql('postgres', "SELECT zk_lock_try('rv')"), 'f', '... in the holder\'s cluster neither');
 is(lock_state($a, $h->{pid}, 'rv'), 'held', 'the hold is still held after those tries');
-is($h->{s}->query_safe("SELECT zk_lock_release('rv')"), 't', 'the holder releases normally');
+is(bg_result($h->{s}, "SELECT zk_lock_release('rv')"), 't', 'the holder releases normally');
 zk_wait_empty($zk, '/zklock/rv', 'after the release of rv');
 $h->{s}->quit;
 
@@ -92,8 +92,8 @@ wait_until(sub { lock_state($a, $h2->{pid}, 'rw') eq 'revoke requested' }, 15,
 	'the second holder to see the request');
 is(lock_state($a, $h2->{pid}, 'rw'), 'revoke requested', "the second holder shows 'revoke requested'");
 is($b->safe_psql('postgres', "SELECT zk_lock_try('rw')"), 'f', 'nobody takes rw exclusive');
-is($h1->{s}->query_safe("SELECT zk_lock_release_shared('rw')"), 't', 'the first holder releases normally');
-is($h2->{s}->query_safe("SELECT zk_lock_release_shared('rw')"), 't', '... and the second');
+is(bg_result($h1->{s}, "SELECT zk_lock_release_shared('rw')"), 't', 'the first holder releases normally');
+is(bg_result($h2->{s}, "SELECT zk_lock_release_shared('rw')"), 't', '... and the second');
 zk_wait_empty($zk, '/zklock/rw', 'after the release of rw');
 $_->{s}->quit for ($h1, $h2);
 
