@@ -558,6 +558,7 @@ zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserv
 	slot->requested_at = start;
 	slot->granted_at = 0;
 	slot->node[0] = '\0';
+	slot->target[0] = '\0';
 	slot->data[0] = '\0';
 	slot->uuid[0] = '\0';
 	strlcpy(slot->name, name, sizeof(slot->name));
@@ -582,7 +583,8 @@ zkl_submit_slot(int slotno)
  * directory dir of lock name into our segment "reply" (contenders.c), or
  * ask the holder at dir/node to give the lock up.  Waits like an acquire,
  * but only for the session.  Returns ZooKeeper's answer (ZOK, or ZNONODE
- * for a node gone meanwhile); other failures are reported here.
+ * for a node gone meanwhile; for a revocation also ZNOAUTH, the holder's
+ * node refusing our write); other failures are reported here.
  */
 int
 zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *node,
@@ -602,8 +604,9 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 	slot->inspect = true;
 	slot->op = op;
 	slot->reply_handle = reply;
+	/* The holder's node is another's: never the slot's own (slot->node). */
 	if (node)
-		strlcpy(slot->node, node, sizeof(slot->node));
+		strlcpy(slot->target, node, sizeof(slot->target));
 	generation = zkl_submit_slot(slotno);
 	zkl_ask_slotno = slotno;
 	zkl_ask_generation = generation;
@@ -631,7 +634,8 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 			if (slot->generation == generation)
 				zkl_slot_clear(slot);
 			LWLockRelease(zkl_shared->lock);
-			if (state == ZKL_SLOT_FAILED)
+			/* A holder's node that refuses our write: the caller says so. */
+			if (state == ZKL_SLOT_FAILED && !(op == ZKL_OP_REVOKE && zk_rc == ZNOAUTH))
 				ereport(ERROR,
 						(errcode(ERRCODE_ZKLOCK_ERROR),
 						 op == ZKL_OP_REVOKE ?

@@ -552,7 +552,10 @@ zkl_verify_token(text *name, int64 token)
 /*
  * zk_lock_revoke: write Curator's revocation message on the node of every
  * holder of lock name; returns how many were asked (a holder that left
- * meanwhile is not).
+ * meanwhile is not).  A holder whose node's ACL denies us WRITE (ZNOAUTH)
+ * is not asked: a WARNING says so and it is not counted, while the others
+ * are still asked, since the messages already written stay written.  Its
+ * node is left alone: a revocation deletes nothing.
  */
 int
 zkl_revoke_holders(text *name)
@@ -561,6 +564,7 @@ zkl_revoke_holders(text *name)
 	char	   *dir;
 	zkl_contender *all;
 	int			n;
+	int			rc;
 	int			asked = 0;
 
 	zkl_require_shmem();
@@ -575,8 +579,16 @@ zkl_revoke_holders(text *name)
 		 */
 		if (!all[i].held || strlen(all[i].node) >= ZKL_MAX_NODE_LEN)
 			continue;
-		if (zkl_ask_worker(key, dir, ZKL_OP_REVOKE, all[i].node, 0) == ZOK)
+		rc = zkl_ask_worker(key, dir, ZKL_OP_REVOKE, all[i].node, 0);
+		if (rc == ZOK)
 			asked++;
+		else if (rc == ZNOAUTH)
+			ereport(WARNING,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("could not ask a holder of ZooKeeper lock \"%s\" to give it up", key),
+					 errdetail("ZooKeeper answered ZNOAUTH to the write of the revocation message on node \"%s/%s\": its ACL does not let this cluster's session write it. That holder keeps the lock and is not counted.",
+							   dir, all[i].node),
+					 errhint("zk_lock_revoke reaches a holder whose node allows WRITE to this cluster's identity (zklock.auth).")));
 	}
 	return asked;
 }

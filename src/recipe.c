@@ -268,6 +268,19 @@ zkl_free_slot(int slotno)
 	work->lease_unsure = false;
 }
 
+/*
+ * Whether the slot's node is one the slot created, and must delete when it
+ * gives up: a lock request's contender (a semaphore's lease goes with it),
+ * or a published wait.  A read or a revocation creates nothing; the node
+ * a revocation asks is another client's (slot->target), never ours to
+ * delete, whatever ZooKeeper answered.
+ */
+static bool
+zkl_owns_node(const zkl_slot *slot)
+{
+	return slot->node[0] != '\0' && (!slot->inspect || slot->op == ZKL_OP_PUBLISH);
+}
+
 /* Report a final outcome to the waiting backend, which frees the slot. */
 static void
 zkl_fail_slot(int slotno, int rc)
@@ -276,7 +289,7 @@ zkl_fail_slot(int slotno, int rc)
 	zkl_work   *work = &zkl_works[slotno];
 
 	/* A node of ours may exist: it goes first, or it would block everyone. */
-	if (slot->node[0] != '\0')
+	if (zkl_owns_node(slot))
 	{
 		work->fail_rc = rc;
 		zkl_send_delete(slotno, slot);
@@ -405,9 +418,10 @@ zkl_revocation_asked(int slotno, zkl_slot *slot)
  * whose node vanished queues again before its predecessor's deletion can
  * make it believe it is lowest (ZooKeeper delivers the two events in order),
  * and a holder loses its lock.  A waiter sets it with its predecessor's; a
- * hold granted at once only once it lasts (zkl_watch_lasting_holds).
+ * hold granted at once only once it lasts (zkl_check_holds); a semaphore's
+ * lease at its grant or with the lasting holds (zkl_on_unlocked).
  */
-static void
+void
 zkl_watch_own_node(int slotno, zkl_slot *slot)
 {
 	char	   *path;
@@ -553,6 +567,8 @@ zkl_send_delete(int slotno, zkl_slot *slot)
 {
 	char	   *path = zkl_child_path(slot, slot->node);
 
+	/* Only a lock request or a publication ever has a node of its own. */
+	Assert(!slot->inspect || slot->op == ZKL_OP_PUBLISH);
 	if (slot->permits > 0 && slot->lease[0] != '\0')
 	{
 		char	   *lease = zkl_lease_path(slot);
@@ -948,7 +964,7 @@ zkl_inspect_start(int slotno, zkl_slot *slot)
 	}
 	if (slot->op == ZKL_OP_REVOKE)
 	{
-		char	   *path = zkl_child_path(slot, slot->node);
+		char	   *path = zkl_child_path(slot, slot->target);
 
 		zkl_check_sent(slotno, zoo_aset(zkl_zh, path, ZKL_REVOKE_MESSAGE, strlen(ZKL_REVOKE_MESSAGE),
 										-1, zkl_stat_done, zkl_ctx(ZKL_EV_REVOKE_SET, slotno)));
@@ -959,7 +975,11 @@ zkl_inspect_start(int slotno, zkl_slot *slot)
 											 zkl_ctx(ZKL_EV_INSPECT_CHILDREN, slotno)));
 }
 
-/* The revocation message was written (or the holder had left): tell the backend. */
+/*
+ * The revocation message was written (or the holder had left): tell the
+ * backend.  Any other answer fails the slot, which leaves the holder's node
+ * as it is (zkl_owns_node).
+ */
 static void
 zkl_revoke_written(int slotno, zkl_slot *slot, int rc)
 {

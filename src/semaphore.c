@@ -30,7 +30,9 @@
  *					LEASES, more		-> a try: busy; else list again
  *										   with a watch, then LEASE_WAITING
  *	LEASE_WAITING	LEASES_WATCH		-> listing with a watch, LEASING
- *	UNLOCKING		UNLOCKED			-> the lease is the hold: HELD
+ *	UNLOCKING		UNLOCKED			-> the lease is the hold: HELD (its
+ *										   own watch set at once if the
+ *										   request queued for the mutex)
  *
  * Giving the slot up before the grant deletes the lease and the mutex
  * node (zkl_send_delete deletes both).  Runs on the worker's main thread.
@@ -291,5 +293,17 @@ zkl_on_unlocked(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 	LWLockRelease(zkl_shared->lock);
 	pfree(dir);
 	zkl_remember_node(slotno, slot->node);
+
+	/*
+	 * The slot's node is another from now on.  What was set for the mutex
+	 * node belongs to finished work: a new opgen drops its events, and the
+	 * own-node watch counts as not set, so the lease gets one.  A request
+	 * that queued for the mutex has it at once, as a lock waiter's node is
+	 * watched from its grant on; one granted the mutex at once, with the
+	 * lasting holds (zkl_check_holds).
+	 */
+	work->opgen++;
+	if (work->waited && wanted)
+		zkl_watch_own_node(slotno, slot);
 	zkl_grant(slotno, slot);
 }

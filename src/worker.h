@@ -135,6 +135,7 @@ extern void zkl_send_delete(int slotno, zkl_slot *slot);
 extern void zkl_request_failed(int slotno, int rc);
 extern void zkl_remember_node(int slotno, const char *node);
 extern void zkl_grant(int slotno, zkl_slot *slot);
+extern void zkl_watch_own_node(int slotno, zkl_slot *slot);
 extern void zkl_give_up_busy(int slotno, zkl_slot *slot);
 extern void zkl_set_behind(zkl_slot *slot);
 

@@ -70,7 +70,7 @@ typedef enum zkl_slot_op
 {
 	ZKL_OP_LOCK = 0,			/* contend for the lock (or a semaphore) */
 	ZKL_OP_INSPECT,				/* zk_lock_contenders: read the directory */
-	ZKL_OP_REVOKE,				/* zk_lock_revoke: ask the holder at node */
+	ZKL_OP_REVOKE,				/* zk_lock_revoke: ask the holder at target */
 	ZKL_OP_PUBLISH				/* publish a lasting wait (deadlock.c): the
 								 * node stays until the slot is given up */
 } zkl_slot_op;
@@ -107,8 +107,8 @@ typedef enum zkl_session_state
  * zkl_shared->lock (one LWLock, "zklock") protects every field of the shared
  * state and of the slots, with these rules:
  *
- * - Request fields of a slot (name, dir, uuid, data, kind, try_only,
- *   inspect, op, permits, max_hold_ms, on_revoke, reply_handle,
+ * - Request fields of a slot (name, dir, uuid, data, target, kind,
+ *   try_only, inspect, op, permits, max_hold_ms, on_revoke, reply_handle,
  *   sibling_slotno, sibling_generation, pid, procno, dbid, userid,
  *   encoding, requested_at) are written by the owning backend
  *   only while it claims the slot, under the lock held exclusively, and do
@@ -182,9 +182,14 @@ typedef struct zkl_slot
 	char		uuid[ZKL_UUID_LEN + 1];
 	char		name[ZKL_MAX_NAME_LEN + 1];
 	char		dir[ZKL_MAX_DIR_LEN];	/* lock directory, absolute */
-	char		node[ZKL_MAX_NODE_LEN]; /* our child, once created */
+	char		node[ZKL_MAX_NODE_LEN]; /* our child, once created: only ever
+										 * a node this slot creates, so the
+										 * only one it may delete */
 	char		lease[ZKL_MAX_NODE_LEN];	/* a semaphore's lease in leases/,
 											 * before the grant */
+	char		target[ZKL_MAX_NODE_LEN];	/* ZKL_OP_REVOKE: the holder's
+											 * node in dir, another's: never
+											 * ours to delete */
 	char		data[ZKL_MAX_DATA_LEN];
 } zkl_slot;
 

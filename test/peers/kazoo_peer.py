@@ -13,6 +13,8 @@ One command per line, one reply line per command:
     lock_token PATH          czxid              (of the held lock's node; rlock_token and
                                                  wlock_token alike)
     children PATH            child,child,...    (sorted; empty if none)
+    set_acl PATH ACL[,ACL]   ok                 (ACL: scheme:id:perms, perms from
+                                                 "rwcda", e.g. world:anyone:rcda)
     quit                     bye
 
 A try waits S seconds (default: not at all); a try that fails leaves no
@@ -35,6 +37,7 @@ import sys
 from kazoo.client import KazooClient
 from kazoo.exceptions import LockTimeout, NoNodeError
 from kazoo.recipe.lock import Lock, ReadLock, WriteLock
+from kazoo.security import ACL, Id, Permissions
 
 IDENTIFIER = "kazoo-peer"
 EXCLUSIVE_PATTERNS = ("-lock-", "__WRIT__")
@@ -104,6 +107,18 @@ class Peer:
             return ""
         return ",".join(sorted(kids))
 
+    def set_acl(self, path, acls):
+        perms = {"r": Permissions.READ, "w": Permissions.WRITE,
+                 "c": Permissions.CREATE, "d": Permissions.DELETE,
+                 "a": Permissions.ADMIN}
+        entries = []
+        for acl in acls.split(","):
+            scheme, rest = acl.split(":", 1)
+            ident, letters = rest.rsplit(":", 1)
+            entries.append(ACL(sum(perms[c] for c in letters), Id(scheme, ident)))
+        self.zk().set_acls(path, entries)
+        return "ok"
+
     def close(self):
         if self.client is not None:
             for lock in self.held.values():
@@ -121,6 +136,8 @@ class Peer:
             return self.connect(args[0])
         if name == "children":
             return self.children(args[0])
+        if name == "set_acl":
+            return self.set_acl(args[0], args[1])
         recipe, _, action = name.partition("_")
         if recipe in RECIPES and action == "try":
             wait = float(args[1]) if len(args) > 1 else None
