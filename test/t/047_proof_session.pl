@@ -16,8 +16,13 @@
 #    marks P lost, and opens a new session (zk_status shows another
 #    session_id, connected).
 #  - gdb lets H go on.  Its COMMIT must fail with ZK002 ("was lost", the
-#    detail naming the session that granted P), and the row must not be
+#    detail naming the session that granted P; the server log shows the
+#    COMMIT as the statement that failed), and the row must not be
 #    committed.  On 3dfa240 the COMMIT succeeds and the row is committed.
+# zk_lock_check, "held and proven as a commit needs it", reads the hold and
+# then the proof too: meanwhile K, holding Q, was stopped by gdb in the same
+# place while running zk_lock_check('Q').  Let go after the replacement, it
+# must answer false (on 3dfa240: true, for a lock its session no longer has).
 # Skipped when gdb is missing or this machine does not allow ptrace.
 use strict;
 use warnings FATAL => 'all';
@@ -32,11 +37,52 @@ use IPC::Run;
 # A frozen worker is always thawed, and gdb always ended, whatever way the
 # test ends (this END runs before ZklockTest's, which stops the clusters).
 my $frozen;
-my $gdb;
+my @gdbs;
 END
 {
 	kill('CONT', $frozen) if $frozen;
-	$gdb->kill_kill if $gdb;
+	$_->{run}->kill_kill for grep { $_->{run} } @gdbs;
+}
+
+# gdb attached to backend $pid, reading its commands from a pipe, with a
+# breakpoint at zkl_session_proven; the backend runs on until it gets
+# there.  PostgreSQL's signals (latches, ProcSignal, cancels) go through
+# unseen.  Returns undef, with the reason in $@, when gdb cannot attach.
+sub gdb_arm
+{
+	my ($pid) = @_;
+	my $g = { pid => $pid, in => '', out => '', timer => IPC::Run::timer($PostgreSQL::Test::Utils::timeout_default) };
+	$g->{run} = IPC::Run::start(
+		[ 'gdb', '-nx', '-q', '-iex', 'set debuginfod enabled off', '-p', $pid ],
+		'<', \$g->{in}, '>', \$g->{out}, '2>&1', $g->{timer});
+	push @gdbs, $g;
+	$g->{in} .= "set pagination off\nset confirm off\n"
+	  . "handle SIGUSR1 SIGUSR2 SIGURG SIGINT SIGTERM SIGALRM SIGPIPE SIGCHLD nostop noprint pass\n"
+	  . "break zkl_session_proven\necho gdb-armed\\n\ncontinue\n";
+	pump_until($g->{run}, $g->{timer}, \$g->{out}, qr/gdb-armed|ptrace: Operation not permitted|Could not attach/);
+	return $g if $g->{out} =~ /gdb-armed/ && $g->{out} !~ /ptrace: Operation not permitted|Could not attach/;
+	$@ = $g->{out};
+	$g->{run}->kill_kill;
+	$g->{run} = undef;
+	return undef;
+}
+
+# Wait until the backend stopped at the breakpoint; true if it did.
+sub gdb_stopped
+{
+	my ($g) = @_;
+	pump_until($g->{run}, $g->{timer}, \$g->{out}, qr/Breakpoint 1, .*zkl_session_proven/);
+	return $g->{out} =~ /Breakpoint 1, .*zkl_session_proven/;
+}
+
+# Let the backend go on, without gdb.
+sub gdb_release
+{
+	my ($g) = @_;
+	$g->{in} .= "detach\nquit\n";
+	$g->{run}->finish;
+	$g->{run} = undef;
+	return;
 }
 
 my $zk = zk_start(1);
@@ -48,6 +94,10 @@ my $h = bg_session($a);
 $h->query_safe('\set VERBOSITY verbose');
 my $h_pid = $h->query_safe('SELECT pg_backend_pid()');
 is($h->query_safe("SELECT zk_lock_acquire('P', '10s') > 0"), 't', 'H holds P in session scope');
+my $k = bg_session($a);
+my $k_pid = $k->query_safe('SELECT pg_backend_pid()');
+is($k->query_safe("SELECT zk_lock_acquire('Q', '10s') > 0"), 't', 'K holds Q in session scope');
+is($k->query_safe("SELECT zk_lock_check('Q')"), 't', 'zk_lock_check(Q) is true in the session that granted Q');
 my $old_session = zk_status_of($a)->{session_id};
 like($old_session, qr/^0x[0-9a-f]+$/, "A's ZooKeeper session is $old_session");
 my $p_node = held_znode($a, $h_pid, 'P');
@@ -56,36 +106,19 @@ $h->query_safe("BEGIN; INSERT INTO work VALUES ('under-old-session')");
 
 SKIP:
 {
-	skip('gdb is not installed (test/install-deps.sh installs it), so no backend can be stopped mid-commit', 8)
+	skip('gdb is not installed (test/install-deps.sh installs it), so no backend can be stopped mid-commit', 11)
 	  if !grep { -x "$_/gdb" } split /:/, $ENV{PATH} // '';
+	my $gh = gdb_arm($h_pid);
+	my $gk = $gh && gdb_arm($k_pid);
+	skip("this machine does not allow ptrace of our own processes: $@", 11) if !$gk;
+	ok($gh && $gk, "gdb attached to H ($h_pid) and K ($k_pid) with a breakpoint at zkl_session_proven");
 
-	# gdb reads its commands from a pipe: it stops H at the breakpoint and
-	# waits there for the next command.  PostgreSQL's signals (latches,
-	# ProcSignal, cancels) go through unseen.
-	my ($gdb_in, $gdb_out) = ('', '');
-	my $gdb_timer = IPC::Run::timer($PostgreSQL::Test::Utils::timeout_default);
-	$gdb = IPC::Run::start(
-		[ 'gdb', '-nx', '-q', '-iex', 'set debuginfod enabled off', '-p', $h_pid ],
-		'<', \$gdb_in, '>', \$gdb_out, '2>&1', $gdb_timer);
-	$gdb_in .= "set pagination off\nset confirm off\n"
-	  . "handle SIGUSR1 SIGUSR2 SIGURG SIGINT SIGTERM SIGALRM SIGPIPE SIGCHLD nostop noprint pass\n"
-	  . "break zkl_session_proven\necho gdb-armed\\n\ncontinue\n";
-	pump_until($gdb, $gdb_timer, \$gdb_out, qr/gdb-armed|ptrace: Operation not permitted|Could not attach/);
-	if ($gdb_out !~ /gdb-armed/ || $gdb_out =~ /ptrace: Operation not permitted|Could not attach/)
-	{
-		$gdb->kill_kill;
-		$gdb = undef;
-		$h->quit;
-		skip("this machine does not allow ptrace of our own processes: $gdb_out", 8);
-	}
-	like($gdb_out, qr/Breakpoint 1 at/, "gdb attached to H ($h_pid) with a breakpoint at zkl_session_proven")
-	  or diag($gdb_out);
-
-	# COMMIT; H stops in its check.
+	# H commits, K checks Q; both stop in zkl_session_proven.
+	my $log_offset = -s $a->logfile;
 	$h->query_until(qr/committing\n/, "\\echo committing\nCOMMIT;\n");
-	pump_until($gdb, $gdb_timer, \$gdb_out, qr/Breakpoint 1, .*zkl_session_proven/);
-	like($gdb_out, qr/Breakpoint 1, .*zkl_session_proven/, "H's COMMIT stopped in zkl_session_proven")
-	  or diag($gdb_out);
+	ok(gdb_stopped($gh), "H's COMMIT stopped in zkl_session_proven") or diag($gh->{out});
+	bg_start($k, "SELECT 'check=' || zk_lock_check('Q')");
+	ok(gdb_stopped($gk), "K's zk_lock_check stopped in zkl_session_proven") or diag($gk->{out});
 
 	# The session expires at ZooKeeper while the worker is frozen, and is
 	# replaced once it thaws.
@@ -93,7 +126,8 @@ SKIP:
 	$frozen = $worker;
 	ok(kill('STOP', $worker), "SIGSTOP to A's worker ($worker)");
 	wait_until(sub { !zk_ls($zk, '/zklock/P') }, 60, 'ZooKeeper to expire the session and delete P\'s node');
-	is(join(',', zk_ls($zk, '/zklock/P')), '', 'ZooKeeper expired the session: P\'s node is gone');
+	is(join(',', zk_ls($zk, '/zklock/P'), zk_ls($zk, '/zklock/Q')), '',
+		'ZooKeeper expired the session: the nodes of P and Q are gone');
 	kill('CONT', $worker);
 	$frozen = undef;
 	wait_until(
@@ -106,21 +140,26 @@ SKIP:
 	isnt($new_session, $old_session, "A's worker is connected in a new session $new_session");
 	wait_until(sub { lock_state($a, $h_pid, 'P') eq 'lost' }, 10, 'P turns lost');
 
-	# H goes on with its check: the new session is proven, P is not its.
-	$gdb_in .= "detach\nquit\n";
-	$gdb->finish;
-	$gdb = undef;
+	# Both go on: the new session is proven, P and Q are not its.
+	gdb_release($gh);
+	gdb_release($gk);
 	my ($out, $err) = bg_collect($h);
-	like($err, qr/ZK002: ZooKeeper lock "P" was lost/, 'H\'s COMMIT fails with ZK002')
+	like($err, qr/ZK002: ZooKeeper lock "P" was lost/, 'H fails with ZK002')
 	  or diag("stdout: $out\nstderr: $err");
 	like($err, qr/granted in ZooKeeper session \Q$old_session\E, which has ended/,
 		'... whose detail names the session that granted the lock')
 	  or diag("stderr: $err");
+	my ($failed_stmt) = slurp_file($a->logfile, $log_offset) =~
+	  /\[$h_pid\][^\n]*ERROR:  ZooKeeper lock "P" was lost.*?STATEMENT:  ([^\n]*)/s;
+	is($failed_stmt // 'none', 'COMMIT;', '... and the statement that failed is the COMMIT');
 	is(committed($a, 'under-old-session'), '0', 'the row is not committed');
+	my ($k_out) = bg_collect($k);
+	like($k_out, qr/^check=false$/m, 'zk_lock_check(Q) is false for a hold of the session that ended');
 }
 
 $h->quit;
-wait_until(sub { !zk_ls($zk, '/zklock/P') }, 10, 'the lock directory empties');
-is(join(',', zk_ls($zk, '/zklock/P')), '', 'no node is left');
+$k->quit;
+wait_until(sub { !zk_ls($zk, '/zklock/P') && !zk_ls($zk, '/zklock/Q') }, 10, 'the lock directories empty');
+is(join(',', zk_ls($zk, '/zklock/P'), zk_ls($zk, '/zklock/Q')), '', 'no node is left');
 
 done_testing();
