@@ -557,6 +557,7 @@ zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserv
 	slot->token = 0;
 	slot->requested_at = start;
 	slot->granted_at = 0;
+	slot->granted_session = 0;
 	slot->node[0] = '\0';
 	slot->target[0] = '\0';
 	slot->data[0] = '\0';
@@ -649,7 +650,7 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 		 * server) is no better than none: the answer is waited for
 		 * zklock.connect_timeout past the proof's end, then given up.
 		 */
-		usable = session == ZKL_SESSION_CONNECTED && zkl_session_proven(NULL, &proof_until);
+		usable = session == ZKL_SESSION_CONNECTED && zkl_session_proven(NULL, &proof_until, NULL);
 		if (session == ZKL_SESSION_CONNECTED)
 			since = proof_until;
 		conn_deadline = TimestampTzPlusMilliseconds(Max(start, since), zkl_connect_timeout);
@@ -871,7 +872,7 @@ zkl_await_grant(const char *name, const char *dir, int slotno, uint32 generation
 		now = GetCurrentTimestamp();
 		proof_until = 0;
 		if (deadline != 0 && now >= deadline &&
-			(behind || session != ZKL_SESSION_CONNECTED || !zkl_session_proven(NULL, &proof_until)))
+			(behind || session != ZKL_SESSION_CONNECTED || !zkl_session_proven(NULL, &proof_until, NULL)))
 			zkl_report_timeout(name, timeout_ms, session == ZKL_SESSION_CONNECTED, behind);
 		if (deadline != 0)
 			wake = now < deadline ? deadline : proof_until;
@@ -1159,13 +1160,16 @@ zkl_release_all_session(void)
 	}
 }
 
-/* The fencing token of a lock this backend holds (exclusive first), or false. */
-bool
-zkl_held_token(text *name, int64 *token)
+/*
+ * This backend's hold of name (exclusive first), whether its slot holds it
+ * now, and the session that granted it; NULL when it holds neither mode.
+ */
+static zkl_local_lock *
+zkl_held_lock(text *name, bool *held, int64 *granted)
 {
 	char		key[ZKL_MAX_NAME_LEN + 1];
 	zkl_local_lock *lock;
-	bool		held = false;
+	zkl_slot   *slot;
 
 	zkl_require_shmem();
 	zkl_name_key(name, key);
@@ -1173,14 +1177,46 @@ zkl_held_token(text *name, int64 *token)
 	if (lock == NULL)
 		lock = zkl_find_local(key, ZKL_MODE_SHARED);
 	if (lock == NULL)
-		return false;
+		return NULL;
 
+	slot = &zkl_shared->slots[lock->slotno];
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	held = zkl_shared->slots[lock->slotno].generation == lock->generation &&
-		zkl_shared->slots[lock->slotno].state == ZKL_SLOT_HELD;
+	*held = slot->generation == lock->generation && slot->state == ZKL_SLOT_HELD;
+	*granted = *held ? slot->granted_session : 0;
 	LWLockRelease(zkl_shared->lock);
+	return lock;
+}
+
+/* The fencing token of a lock this backend holds (exclusive first), or false. */
+bool
+zkl_held_token(text *name, int64 *token)
+{
+	bool		held;
+	int64		granted;
+	zkl_local_lock *lock = zkl_held_lock(name, &held, &granted);
+
+	if (lock == NULL)
+		return false;
 	*token = lock->token;
 	return held;
+}
+
+/*
+ * Whether this backend holds name and the session that granted the hold is
+ * proven alive now, as a commit needs it (zk_lock_check).  The hold is read
+ * before the proof, and the proof must be of the granting session: one
+ * that expired and was replaced in between proves nothing about it.
+ */
+bool
+zkl_held_proven(text *name)
+{
+	bool		held;
+	int64		granted;
+	int64		session;
+
+	if (zkl_held_lock(name, &held, &granted) == NULL || !held)
+		return false;
+	return zkl_session_proven(NULL, NULL, &session) && session == granted;
 }
 
 /* Drop the transaction-scope holds taken at nest_level or deeper. */
@@ -1232,20 +1268,24 @@ zkl_set_commit_waiting(bool waiting)
  * timeout ago was answered, so the session cannot have expired yet.  A
  * library that still says "connected" is not proof (a worker that cannot
  * reach any server keeps the state it had); silence is not health.
- * *timeout_ms, when given, gets the session timeout, and *until the time
- * the proof runs out.
+ * *timeout_ms, when given, gets the session timeout, *until the time the
+ * proof runs out, and *session the id of the session in use (0 when there
+ * is none), read in one look with the rest: the proof is of that session
+ * only.
  */
 bool
-zkl_session_proven(int *timeout_ms, TimestampTz *until)
+zkl_session_proven(int *timeout_ms, TimestampTz *until, int64 *session)
 {
 	zkl_session_state state;
 	TimestampTz last_contact;
 	TimestampTz proof_until;
 	int			timeout;
+	int64		session_id;
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	state = zkl_shared->session_state;
 	last_contact = zkl_shared->last_contact;
+	session_id = zkl_shared->session_id;
 	timeout = zkl_shared->negotiated_timeout > 0 ? zkl_shared->negotiated_timeout : zkl_session_timeout;
 	LWLockRelease(zkl_shared->lock);
 
@@ -1254,6 +1294,8 @@ zkl_session_proven(int *timeout_ms, TimestampTz *until)
 		*timeout_ms = timeout;
 	if (until)
 		*until = proof_until;
+	if (session)
+		*session = session_id;
 	return state == ZKL_SESSION_CONNECTED && GetCurrentTimestamp() < proof_until;
 }
 
@@ -1268,10 +1310,53 @@ zkl_end_commit_wait(void)
 }
 
 /*
- * A backend that holds locks commits only with proof that they are still
- * its own: none was lost, and a request sent to ZooKeeper less than a third
- * of the session timeout ago was answered, so the session cannot have
- * expired by now.  Without such proof (disconnected, or the worker frozen)
+ * The ZooKeeper session that granted this backend's hold.  A hold is an
+ * ephemeral node of that session: a later session's proof says nothing
+ * about it, whatever the lost flag read.
+ */
+static int64
+zkl_granting_session(zkl_local_lock *lock)
+{
+	zkl_slot   *slot = &zkl_shared->slots[lock->slotno];
+	int64		granted;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	granted = slot->generation == lock->generation ? slot->granted_session : 0;
+	LWLockRelease(zkl_shared->lock);
+	return granted;
+}
+
+/*
+ * Report, once, a hold granted by a session other than "session", the one
+ * in use (0 when there is none: that proves nothing, and disowns nothing).
+ */
+static void
+zkl_report_if_other_session(zkl_local_lock *lock, int64 session)
+{
+	char		name[ZKL_MAX_NAME_LEN + 1];
+	int64		granted = zkl_granting_session(lock);
+
+	if (session == 0 || granted == session)
+		return;
+	strlcpy(name, lock->key + 1, sizeof(name));
+	zkl_drop_local(lock);
+	ereport(ERROR,
+			(errcode(ERRCODE_ZKLOCK_LOST),
+			 errmsg("ZooKeeper lock \"%s\" was lost", name),
+			 errdetail("It was granted in ZooKeeper session 0x%llx, which has ended; the session in use is 0x%llx.",
+					   (unsigned long long) granted, (unsigned long long) session),
+			 errhint("Another client may have taken the lock; redo the work under a new lock.")));
+}
+
+/*
+ * A backend that holds locks commits (or prepares) only with proof that
+ * they are still its own: none was lost, each was granted in the session
+ * in use, and a request of that session sent to ZooKeeper less than a third
+ * of the session timeout ago was answered, so it cannot have expired by
+ * now.  The session's state, id and last contact are read in one look, and
+ * each hold is compared with that id: a session that expires and is
+ * replaced while the holds are looked at fails the comparison, whatever
+ * the lost flags said.  Without proof (disconnected, or the worker frozen)
  * the commit waits for a fresh heartbeat, at most one session timeout, and
  * fails when none comes.
  */
@@ -1290,17 +1375,26 @@ zkl_confirm_before_commit(void)
 		HASH_SEQ_STATUS seq;
 		zkl_local_lock *lock;
 		int			timeout_ms;
+		int64		session;
+		bool		proven;
 		TimestampTz now;
 
+		proven = zkl_session_proven(&timeout_ms, NULL, &session);
 		hash_seq_init(&seq, zkl_locks);
 		while ((lock = hash_seq_search(&seq)) != NULL)
 		{
-			if (zkl_lock_is_lost(lock))
+			if ((session != 0 && zkl_granting_session(lock) != session) ||
+				zkl_lock_is_lost(lock))
 			{
 				hash_seq_term(&seq);
-				zkl_end_commit_wait();
-				zkl_report_if_lost(lock);
+				break;
 			}
+		}
+		if (lock != NULL)
+		{
+			zkl_end_commit_wait();
+			zkl_report_if_other_session(lock, session);
+			zkl_report_if_lost(lock);
 		}
 
 		/*
@@ -1309,7 +1403,7 @@ zkl_confirm_before_commit(void)
 		 * nothing to protect by waiting for proof, and a read-only statement
 		 * of a lock holder must not stall while ZooKeeper is away.
 		 */
-		if (!wrote || zkl_session_proven(&timeout_ms, NULL))
+		if (!wrote || proven)
 			break;
 		now = GetCurrentTimestamp();
 		if (start == 0)
@@ -1374,6 +1468,13 @@ zkl_xact_callback(XactEvent event, void *arg)
 						 errmsg("cannot PREPARE a transaction that holds transaction-level ZooKeeper locks"),
 						 errdetail("The locks belong to this session's ZooKeeper nodes, which cannot outlive it."),
 						 errhint("Use session-level locks (zk_lock_acquire) around a prepared transaction.")));
+
+			/*
+			 * A prepared transaction is durable: COMMIT PREPARED, perhaps in
+			 * another session, proves nothing again.  So the session-scope
+			 * locks are proven here, exactly as a commit proves them.
+			 */
+			zkl_confirm_before_commit();
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:

@@ -31,7 +31,8 @@ extern void zkl_acquire_set(const char **names, int n, bool xact, int64 timeout_
 extern bool zkl_release_session(text *name, zkl_mode mode);
 extern void zkl_release_all_session(void);
 extern bool zkl_held_token(text *name, int64 *token);
-extern bool zkl_session_proven(int *timeout_ms, TimestampTz *until);
+extern bool zkl_held_proven(text *name);
+extern bool zkl_session_proven(int *timeout_ms, TimestampTz *until, int64 *session);
 extern bool zkl_checking;
 extern void zkl_publish_wait(void);
 extern void zkl_end_publication(void);

@@ -512,7 +512,7 @@ zkl_deadlock_check(int slotno, uint32 generation, const char *name)
 	 * has enough for every backend; were it short, the check waits for the
 	 * next time), and a session the worker cannot prove alive waits too.
 	 */
-	if (waiting && spare >= 2 && zkl_session_proven(NULL, NULL))
+	if (waiting && spare >= 2 && zkl_session_proven(NULL, NULL, NULL))
 	{
 		own.cluster = zkl_own_cluster_label();
 		zkl_publish_wait();

@@ -281,17 +281,13 @@ zk_lock_token(PG_FUNCTION_ARGS)
 }
 
 /*
- * True only while this backend holds the lock and the session is proven
- * alive as a commit needs it (zkl_session_proven); never waits.
+ * True only while this backend holds the lock and the session that granted
+ * it is proven alive as a commit needs it (zkl_held_proven); never waits.
  */
 Datum
 zk_lock_check(PG_FUNCTION_ARGS)
 {
-	int64		token;
-
-	if (!zkl_held_token(zkl_name_arg(fcinfo), &token))
-		PG_RETURN_BOOL(false);
-	PG_RETURN_BOOL(zkl_session_proven(NULL, NULL));
+	PG_RETURN_BOOL(zkl_held_proven(zkl_name_arg(fcinfo)));
 }
 
 Datum

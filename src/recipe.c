@@ -456,6 +456,8 @@ zkl_grant(int slotno, zkl_slot *slot)
 	{
 		slot->state = ZKL_SLOT_HELD;
 		slot->granted_at = GetCurrentTimestamp();
+		/* Our node is an ephemeral of the session in use. */
+		slot->granted_session = zkl_shared->session_id;
 		zkl_count(acquired);
 		if (zkl_works[slotno].waited)
 			zkl_count(handoffs);

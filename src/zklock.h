@@ -116,8 +116,8 @@ typedef enum zkl_session_state
  *   lock; the worker also reads them without it for a slot it has taken off
  *   the queue or adopted from its predecessor (taking it, under the lock,
  *   orders it after the writes).
- * - Outcome fields (node, lease, token, granted_at, zk_rc, behind,
- *   revoke_requested, take_reason) are written by
+ * - Outcome fields (node, lease, token, granted_at, granted_session, zk_rc,
+ *   behind, revoke_requested, take_reason) are written by
  *   the worker, under the lock held exclusively (the backend that claims a
  *   slot resets them while claiming).  The worker reads its own writes
  *   without the lock; everyone else reads them under the lock.
@@ -179,6 +179,8 @@ typedef struct zkl_slot
 	int64		token;			/* czxid of our node */
 	TimestampTz requested_at;
 	TimestampTz granted_at;
+	int64		granted_session;	/* the session whose node holds: the hold
+									 * lives and dies with it */
 	char		uuid[ZKL_UUID_LEN + 1];
 	char		name[ZKL_MAX_NAME_LEN + 1];
 	char		dir[ZKL_MAX_DIR_LEN];	/* lock directory, absolute */
