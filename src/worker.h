@@ -36,6 +36,7 @@ typedef enum zkl_event_kind
 	ZKL_EV_HEARTBEAT,			/* proof that the session is alive */
 	ZKL_EV_INSPECT_CHILDREN,	/* zk_lock_contenders: the directory */
 	ZKL_EV_INSPECT_DATA,		/* ... and each child's data, in order */
+	ZKL_EV_INSPECT_STAT,		/* ... or the stat of a child we may not read */
 	ZKL_EV_REVOKE_SET,			/* zk_lock_revoke: the holder's node written */
 	ZKL_EV_LEASE_CREATED,		/* a semaphore's lease (semaphore.c) */
 	ZKL_EV_LEASES,				/* listing of a semaphore's leases/ */
