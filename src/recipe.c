@@ -1420,6 +1420,20 @@ zkl_on_pred_exists(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 {
 	if (ev->rc == ZNONODE)
 		zkl_predecessor_gone(slotno, slot);
+	else if (ev->rc == ZNOAUTH)
+	{
+		/*
+		 * A predecessor we may not read (its ACL denies READ) is watched all
+		 * the same: exists needs no right on the node, and ZooKeeper never
+		 * answers it ZNOAUTH.  Its watch fires on the deletion too.
+		 */
+		char	   *path = zkl_child_path(slot, zkl_works[slotno].pred);
+
+		zkl_check_sent(slotno, zoo_awexists(zkl_zh, path, zkl_node_watcher,
+											(void *) zkl_ctx(ZKL_EV_PRED_WATCH, slotno),
+											zkl_stat_done, zkl_ctx(ZKL_EV_PRED_EXISTS, slotno)));
+		pfree(path);
+	}
 	else if (ev->rc != ZOK)
 		zkl_request_failed(slotno, ev->rc);
 }
