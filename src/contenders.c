@@ -289,14 +289,18 @@ zkl_data_text(const char *data, int len)
 
 /*
  * Ask the worker, growing the segment until the reply fits.  The first
- * guess is what the last reply of this backend needed: a large directory
- * read again is read once, not twice.
+ * guess for the directory this backend read last is what its reply needed
+ * then: a large directory read again is read once, not twice.
  */
 dsm_segment *
 zkl_fetch_directory(const char *name, const char *dir)
 {
+	static char last_dir[ZKL_MAX_DIR_LEN];
 	static Size last_needed = 0;
-	Size		capacity = Max(64 * 1024, last_needed + last_needed / 4);
+	Size		capacity = 64 * 1024;
+
+	if (strcmp(dir, last_dir) == 0)
+		capacity = Max(capacity, last_needed + last_needed / 4);
 
 	for (int attempt = 0;; attempt++)
 	{
@@ -307,6 +311,7 @@ zkl_fetch_directory(const char *name, const char *dir)
 		reply->needed = 0;
 		reply->nchildren = 0;
 		(void) zkl_ask_worker(name, dir, ZKL_OP_INSPECT, NULL, dsm_segment_handle(seg));
+		strlcpy(last_dir, dir, sizeof(last_dir));
 		last_needed = reply->needed;
 		if (reply->needed <= capacity)
 			return seg;

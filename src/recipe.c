@@ -1072,6 +1072,26 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 }
 
 /*
+ * Ask for child i's data, or only its stat: a child whose data we may not
+ * read (its ACL denies READ) is still a contender, and its stat is
+ * anyone's (exists needs no right on the node).  Answers come in the order
+ * asked.
+ */
+static void
+zkl_inspect_ask(int slotno, zkl_slot *slot, zkl_inspection *in, int i, bool stat_only)
+{
+	char	   *path = zkl_child_path(slot, in->children[i]);
+
+	in->sent[in->nsent++] = i;
+	zkl_check_sent(slotno, stat_only ?
+				   zoo_aexists(zkl_zh, path, 0, zkl_stat_done,
+							   zkl_ctx(ZKL_EV_INSPECT_STAT, slotno)) :
+				   zoo_aget(zkl_zh, path, 0, zkl_data_done,
+							zkl_ctx(ZKL_EV_INSPECT_DATA, slotno)));
+	pfree(path);
+}
+
+/*
  * Keep ZKL_MAX_INSPECT_READS requests in flight while children are left to
  * read; none more once the backend has given the read up.
  */
@@ -1080,31 +1100,7 @@ zkl_inspect_send(int slotno, zkl_slot *slot, zkl_inspection *in, bool wanted)
 {
 	while (wanted && in->nread < in->nchildren &&
 		   in->nsent - in->nreplied < ZKL_MAX_INSPECT_READS)
-	{
-		int			i = in->nread++;
-		char	   *path = zkl_child_path(slot, in->children[i]);
-
-		in->sent[in->nsent++] = i;
-		zkl_check_sent(slotno, zoo_aget(zkl_zh, path, 0, zkl_data_done,
-										zkl_ctx(ZKL_EV_INSPECT_DATA, slotno)));
-		pfree(path);
-	}
-}
-
-/*
- * A child whose data we may not read (its ACL denies READ) is still a
- * contender: its stat is anyone's (exists needs no right on the node).
- */
-static void
-zkl_inspect_stat(int slotno, zkl_slot *slot, zkl_inspection *in, int i)
-{
-	char	   *path = zkl_child_path(slot, in->children[i]);
-
-	in->unreadable[i] = true;
-	in->sent[in->nsent++] = i;
-	zkl_check_sent(slotno, zoo_aexists(zkl_zh, path, 0, zkl_stat_done,
-									   zkl_ctx(ZKL_EV_INSPECT_STAT, slotno)));
-	pfree(path);
+		zkl_inspect_ask(slotno, slot, in, in->nread++, false);
 }
 
 static void
@@ -1157,10 +1153,13 @@ zkl_inspect_result(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 				memcpy(in->data[i], ev->data, in->data_len[i]);
 			}
 		}
-		else if (ev->kind == ZKL_EV_INSPECT_DATA && wanted)
-			zkl_inspect_stat(slotno, slot, in, i);
 		else
-			in->unreadable[i] = true;	/* listed, its stat unknown too */
+		{
+			/* Listed all the same; its stat asked for, or unknown too. */
+			in->unreadable[i] = true;
+			if (ev->kind == ZKL_EV_INSPECT_DATA && wanted)
+				zkl_inspect_ask(slotno, slot, in, i, true);
+		}
 	}
 	if (in == NULL)
 		return;

@@ -21,10 +21,10 @@ is answered with "error <message>" and the program goes on.
 Run with Debian's python3-kazoo: /usr/bin/python3 kazoo_nodes.py
 """
 
-import sys
-
 from kazoo.client import KazooClient
 from kazoo.security import make_acl
+
+from kazoo_peer import serve
 
 DATA = b"kazoo-nodes"
 
@@ -75,19 +75,7 @@ class Nodes:
 
 
 def main():
-    nodes = Nodes()
-    for line in sys.stdin:
-        cmd = line.split()
-        if not cmd:
-            continue
-        try:
-            reply = nodes.execute(cmd)
-        except Exception as e:  # every failure is a reply, not an exit
-            reply = "error %s: %s" % (type(e).__name__, str(e).replace("\n", " "))
-        print(reply, flush=True)
-        if reply == "bye":
-            break
-    nodes.close()
+    serve(Nodes())
 
 
 if __name__ == "__main__":
