@@ -45,6 +45,24 @@ for my $round (1 .. 3)
 	diag sprintf('zk_lock_contenders of %d children: %.3f s', $n, $took);
 }
 
+# In one session the second read sizes its segment by the first one's
+# reply: the directory is read once, not twice.
+{
+	my $s1 = bg_session($a);
+	for my $round (1 .. 2)
+	{
+		my $r0 = $s1->query_safe('SELECT zk_requests FROM zk_status()');
+		my $t = time;
+		is($s1->query_safe($count_sql), "$n|1|t|1|$n", "one session, read $round: all $n listed");
+		my $took = time - $t;
+		my $requests = $s1->query_safe('SELECT zk_requests FROM zk_status()') - $r0;
+		diag sprintf('one session, read %d: %.3f s, %d requests to ZooKeeper', $round, $took, $requests);
+		is($requests, $n + 1, "one session, read $round: one listing and one read per child")
+		  if $round == 2;
+	}
+	$s1->quit;
+}
+
 # A backend that reads the directory again and again (the argument changes
 # every row, so that the function runs anew).
 my $reads = "SELECT count(*) FROM generate_series(1, 1000) g,"
