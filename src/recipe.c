@@ -1419,18 +1419,19 @@ zkl_on_pred_exists(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 {
 	if (ev->rc == ZNONODE)
 		zkl_predecessor_gone(slotno, slot);
-	else if (ev->rc == ZNOAUTH)
+	else if (ev->rc == ZNOAUTH && ev->kind == ZKL_EV_PRED_EXISTS)
 	{
 		/*
 		 * A predecessor we may not read (its ACL denies READ) is watched all
-		 * the same: exists needs no right on the node, and ZooKeeper never
-		 * answers it ZNOAUTH.  Its watch fires on the deletion too.
+		 * the same: exists needs no right on the node, and its watch fires on
+		 * the deletion too.  Its answer comes as PRED_STAT, which fails the
+		 * waiter on any error but ZNONODE.
 		 */
 		char	   *path = zkl_child_path(slot, zkl_works[slotno].pred);
 
 		zkl_check_sent(slotno, zoo_awexists(zkl_zh, path, zkl_node_watcher,
 											(void *) zkl_ctx(ZKL_EV_PRED_WATCH, slotno),
-											zkl_stat_done, zkl_ctx(ZKL_EV_PRED_EXISTS, slotno)));
+											zkl_stat_done, zkl_ctx(ZKL_EV_PRED_STAT, slotno)));
 		pfree(path);
 	}
 	else if (ev->rc != ZOK)
@@ -1560,6 +1561,7 @@ static const struct
 	{ZKL_EV_RECOVER_CHILDREN, ZKL_PH_RECOVERING, false, zkl_on_recover_children},
 	{ZKL_EV_RECOVER_STAT, ZKL_PH_RECOVERING, false, zkl_on_recover_stat},
 	{ZKL_EV_PRED_EXISTS, ZKL_PH_WATCHING, false, zkl_on_pred_exists},
+	{ZKL_EV_PRED_STAT, ZKL_PH_WATCHING, false, zkl_on_pred_exists},
 	{ZKL_EV_PRED_WATCH, ZKL_PH_WATCHING, true, zkl_on_pred_watch},
 	{ZKL_EV_OWN_EXISTS, ZKL_PH_OWN_NODE, false, zkl_on_own_exists},
 	{ZKL_EV_OWN_WATCH, ZKL_PH_OWN_NODE, true, zkl_on_own_watch},

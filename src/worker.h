@@ -29,6 +29,7 @@ typedef enum zkl_event_kind
 								 * loss */
 	ZKL_EV_RECOVER_STAT,		/* czxid of a node found that way */
 	ZKL_EV_PRED_EXISTS,			/* watch set on the predecessor */
+	ZKL_EV_PRED_STAT,			/* ... with exists: one we may not read */
 	ZKL_EV_PRED_WATCH,			/* the predecessor changed or vanished */
 	ZKL_EV_DELETED,				/* our node is gone */
 	ZKL_EV_OWN_EXISTS,			/* watch set on our own node (a completion) */
