@@ -585,7 +585,8 @@ zkl_submit_slot(int slotno)
  * ask the holder at dir/node to give the lock up.  Waits like an acquire,
  * but only for the session.  Returns ZooKeeper's answer (ZOK, or ZNONODE
  * for a node gone meanwhile; for a revocation also ZNOAUTH, the holder's
- * node refusing our write); other failures are reported here.
+ * node refusing our write); other failures are reported here, but for a
+ * deadlock check's reads (zkl_checking), which return them.
  */
 int
 zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *node,
@@ -635,8 +636,15 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 			if (slot->generation == generation)
 				zkl_slot_clear(slot);
 			LWLockRelease(zkl_shared->lock);
-			/* A holder's node that refuses our write: the caller says so. */
-			if (state == ZKL_SLOT_FAILED && !(op == ZKL_OP_REVOKE && zk_rc == ZNOAUTH))
+
+			/*
+			 * A holder's node that refuses our write: the caller says so.  A
+			 * deadlock check that cannot read a directory sees no edge in it
+			 * (as without a reserve slot): the wait goes on, bounded by its
+			 * timeout, instead of failing for the check's sake.
+			 */
+			if (state == ZKL_SLOT_FAILED && !zkl_checking &&
+				!(op == ZKL_OP_REVOKE && zk_rc == ZNOAUTH))
 				ereport(ERROR,
 						(errcode(ERRCODE_ZKLOCK_ERROR),
 						 op == ZKL_OP_REVOKE ?

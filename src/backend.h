@@ -55,6 +55,7 @@ typedef struct zkl_contender
 	char	   *data;
 	int			data_len;
 	bool		is_zklock;		/* the data is zklock's description */
+	bool		unreadable;		/* we may not read its data: none here */
 	Datum		holder;			/* zklock's JSON as jsonb, or 0 */
 	bool		held;			/* by the lock rule */
 	char	   *owner;			/* "<system identifier>:<host>:<port>:<pid>"

@@ -19,6 +19,7 @@
 #include "common/jsonapi.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "storage/dsm.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
@@ -259,22 +260,6 @@ zkl_try_jsonb(const char *data)
 	return result;
 }
 
-/*
- * Whether contender i holds the lock, by the worker's own rule (lock_rule.c):
- * the nodes of the same backend are its own (zklock never waits on itself;
- * peers' nodes have no owner here).
- */
-static bool
-zkl_contender_held(zkl_contender *all, int n, int i, const char **names, const char **ours)
-{
-	int			nours = 0;
-
-	for (int j = 0; j < n; j++)
-		if (j != i && all[i].owner && all[j].owner && strcmp(all[i].owner, all[j].owner) == 0)
-			ours[nours++] = all[j].node;
-	return zkl_decide(names, n, all[i].node, ours, nours).verdict == ZKL_VERDICT_HELD;
-}
-
 const char *
 zkl_client_of(const zkl_contender *c, bool is_zklock)
 {
@@ -302,11 +287,20 @@ zkl_data_text(const char *data, int len)
 	return cstring_to_text(buf.data);
 }
 
-/* Ask the worker, growing the segment until the reply fits. */
+/*
+ * Ask the worker, growing the segment until the reply fits.  The first
+ * guess for the directory this backend read last is what its reply needed
+ * then: a large directory read again is read once, not twice.
+ */
 dsm_segment *
 zkl_fetch_directory(const char *name, const char *dir)
 {
+	static char last_dir[ZKL_MAX_DIR_LEN];
+	static Size last_needed = 0;
 	Size		capacity = 64 * 1024;
+
+	if (strcmp(dir, last_dir) == 0)
+		capacity = Max(capacity, last_needed + last_needed / 4);
 
 	for (int attempt = 0;; attempt++)
 	{
@@ -317,6 +311,8 @@ zkl_fetch_directory(const char *name, const char *dir)
 		reply->needed = 0;
 		reply->nchildren = 0;
 		(void) zkl_ask_worker(name, dir, ZKL_OP_INSPECT, NULL, dsm_segment_handle(seg));
+		strlcpy(last_dir, dir, sizeof(last_dir));
+		last_needed = reply->needed;
 		if (reply->needed <= capacity)
 			return seg;
 		if (attempt == 3)
@@ -374,6 +370,7 @@ zkl_contenders_of(zkl_inspect_reply *reply, bool leases, bool describe, int *cou
 		zkl_contender *c = &all[n];
 		char	   *f[lengthof(keys)];
 
+		CHECK_FOR_INTERRUPTS();
 		c->node = pnstrdup(p + sizeof(zkl_inspect_entry), e->name_len);
 		c->data = pnstrdup(p + sizeof(zkl_inspect_entry) + e->name_len, e->data_len);
 		c->data_len = e->data_len;
@@ -383,6 +380,7 @@ zkl_contenders_of(zkl_inspect_reply *reply, bool leases, bool describe, int *cou
 		c->pid = 0;
 		c->holder = (Datum) 0;
 		c->owner = NULL;
+		c->unreadable = e->unreadable;
 		c->is_zklock = zkl_is_zklock_json(c->data, c->data_len);
 		/* Who it is, from the description in any encoding (UTF-8 here). */
 		if (c->is_zklock &&
@@ -410,15 +408,19 @@ zkl_contenders_of(zkl_inspect_reply *reply, bool leases, bool describe, int *cou
 
 /*
  * The contenders of lock name (whose directory is dir) in queue order,
- * each marked held or not by the lock rule; *count gets how many.
+ * each marked held or not by the lock rule (zkl_holders: the nodes of the
+ * same backend are its own; peers' nodes have no owner here), in
+ * O(n log n) for n children; *count gets how many.  A semaphore's leases
+ * hold no lock: none is marked.
  */
 zkl_contender *
 zkl_read_contenders(const char *name, const char *dir, bool leases, bool describe, int *count)
 {
 	dsm_segment *seg;
 	zkl_contender *all;
-	const char **names;
-	const char **ours;
+	zkl_contender_name *queue;
+	const char **owners;
+	bool	   *held;
 	int			n;
 
 	seg = zkl_fetch_directory(name, dir);
@@ -427,12 +429,18 @@ zkl_read_contenders(const char *name, const char *dir, bool leases, bool describ
 
 	/* Queue order is serial-number order, right across the counter's wrap. */
 	qsort(all, n, sizeof(zkl_contender), zkl_cmp_contenders);
-	names = palloc(sizeof(char *) * Max(n, 1));
-	ours = palloc(sizeof(char *) * Max(n, 1));
+	CHECK_FOR_INTERRUPTS();
+	queue = palloc(sizeof(zkl_contender_name) * Max(n, 1));
+	owners = palloc(sizeof(char *) * Max(n, 1));
+	held = palloc(sizeof(bool) * Max(n, 1));
 	for (int i = 0; i < n; i++)
-		names[i] = all[i].node;
+	{
+		queue[i] = all[i].name;
+		owners[i] = all[i].owner;
+	}
+	zkl_holders(queue, owners, n, held);
 	for (int i = 0; i < n; i++)
-		all[i].held = zkl_contender_held(all, n, i, names, ours);
+		all[i].held = !leases && held[i];
 	*count = n;
 	return all;
 }
@@ -457,7 +465,13 @@ zkl_put_contender(ReturnSetInfo *rsinfo, int position, const char *kind, const c
 														strlen(dir) + 1 + strlen(c->node), PG_UTF8));
 	values[col++] = Int64GetDatum(c->czxid);
 	values[col++] = CStringGetTextDatum(zkl_client_of(c, c->is_zklock));
-	if (c->holder != (Datum) 0)
+	/* A node we may not read: its description and data are unknown. */
+	if (c->unreadable)
+	{
+		nulls[col++] = true;
+		nulls[col++] = true;
+	}
+	else if (c->holder != (Datum) 0)
 	{
 		values[col++] = c->holder;
 		nulls[col++] = true;
@@ -486,8 +500,11 @@ zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
 
 	all = zkl_read_contenders(key, dir, false, true, &n);
 	for (int i = 0; i < n; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
 		zkl_put_contender(rsinfo, i + 1, all[i].name.shared ? "shared" : "exclusive",
 						  all[i].held ? "held" : "waiting", dir, &all[i]);
+	}
 }
 
 /*

@@ -237,6 +237,62 @@ zkl_blockers(const char *const *children, int nchildren,
 					blockers, max_blockers).blockers;
 }
 
+/* What the nodes ahead are, for zkl_holders: how many, and whose. */
+typedef struct zkl_ahead
+{
+	int			count;
+	const char *owner;			/* the one owner of them all, or NULL */
+} zkl_ahead;
+
+static bool
+zkl_ahead_only_of(const zkl_ahead *a, const char *owner)
+{
+	return a->count == 0 || (owner != NULL && a->owner != NULL && strcmp(a->owner, owner) == 0);
+}
+
+static void
+zkl_ahead_add(zkl_ahead *a, const char *owner)
+{
+	if (a->count++ == 0)
+		a->owner = owner;
+	else if (a->owner != NULL && (owner == NULL || strcmp(a->owner, owner) != 0))
+		a->owner = NULL;
+}
+
+/*
+ * Whether each contender of a whole directory holds, in one pass: the
+ * answer zkl_decide gives (verdict HELD) for each of them, given as ours
+ * the other nodes of its owner, in about linear time instead of a
+ * decision per node.  queue is the contenders in queue order (sorted with
+ * zkl_seq_compare); owners[i] names the backend contender i belongs to,
+ * NULL for one of no known backend (its own owner).  A contender holds
+ * when nothing it waits for is ahead of it: an exclusive one when every
+ * node ahead is its owner's, a shared one when every exclusive node ahead
+ * is.  Nodes with the same sequence number are not ahead of each other.
+ */
+void
+zkl_holders(const zkl_contender_name *queue, const char *const *owners, int n, bool *held)
+{
+	zkl_ahead	all = {0, NULL};
+	zkl_ahead	writers = {0, NULL};
+	int			group = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		/* A new sequence number: the group before it is ahead from now on. */
+		if (i > 0 && zkl_seq_compare(queue[i - 1].seq, queue[i].seq) != 0)
+		{
+			for (; group < i; group++)
+			{
+				zkl_ahead_add(&all, owners[group]);
+				if (!queue[group].shared)
+					zkl_ahead_add(&writers, owners[group]);
+			}
+		}
+		held[i] = zkl_ahead_only_of(queue[i].shared ? &writers : &all, owners[i]);
+	}
+}
+
 /*
  * Whether a waiter holds once the node it watched is deleted, without
  * reading the directory again.  It does when that node was the only one it

@@ -41,6 +41,8 @@ typedef struct zkl_decision
 
 extern bool zkl_contender_parse(const char *child, zkl_contender_name *out);
 extern int	zkl_seq_compare(int32_t a, int32_t b);
+extern void zkl_holders(const zkl_contender_name *queue, const char *const *owners, int n,
+						bool *held);
 extern bool zkl_holds_after_predecessor(bool predecessor_was_only_blocker,
 										bool predecessor_was_exclusive_grant);
 extern zkl_decision zkl_decide(const char *const *children, int nchildren,

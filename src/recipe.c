@@ -194,11 +194,23 @@ static void zkl_inspect_start(int slotno, zkl_slot *slot);
 static void zkl_inspect_free(zkl_work *work);
 static void zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite);
 
+/*
+ * Reads of children in flight at once for one zk_lock_contenders, at
+ * most.  ZooKeeper answers a session's requests in order: a burst of one
+ * read per child would queue the session's own traffic (the heartbeat,
+ * other backends' creates and deletes) behind thousands of reads.  With a
+ * window of reads, a request sent meanwhile waits for at most this many.
+ */
+#define ZKL_MAX_INSPECT_READS	32
+
 /* What zk_lock_contenders has read so far of one directory. */
 typedef struct zkl_inspection
 {
 	int			nchildren;
-	int			nreplied;		/* getData answers come in the order sent */
+	int			nread;			/* children whose getData was sent */
+	int			nsent;			/* requests sent, getData and exists */
+	int			nreplied;		/* answers taken: they come in the order sent */
+	int		   *sent;			/* the child of each request, in order */
 	char	  **children;
 	int64	   *czxid;
 	int64	   *owner;			/* ephemeralOwner */
@@ -206,6 +218,7 @@ typedef struct zkl_inspection
 	char	  **data;
 	int		   *data_len;
 	bool	   *gone;			/* deleted between the listing and the read */
+	bool	   *unreadable;		/* getData refused (ZNOAUTH): data unknown */
 } zkl_inspection;
 
 static char *
@@ -695,6 +708,14 @@ zkl_dispatch(int slotno, bool connected)
 		zkl_redo(slotno, slot);
 }
 
+/* Whether rc is the session's failure (the connection's, or its end), not the request's. */
+static bool
+zkl_session_trouble(int rc)
+{
+	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONEXPIRED ||
+		rc == ZCLOSING || rc == ZINVALIDSTATE;
+}
+
 /* A request failed because the connection dropped: try again later. */
 static bool
 zkl_connection_trouble(int slotno, int rc)
@@ -706,7 +727,7 @@ zkl_connection_trouble(int slotno, int rc)
 		return true;
 	}
 	/* Expiry and close are handled for every slot at once. */
-	return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
+	return zkl_session_trouble(rc);
 }
 
 /*
@@ -946,6 +967,8 @@ zkl_inspect_free(zkl_work *work)
 		pfree(in->data);
 		pfree(in->data_len);
 		pfree(in->gone);
+		pfree(in->unreadable);
+		pfree(in->sent);
 	}
 	pfree(in);
 	work->inspection = NULL;
@@ -1045,6 +1068,7 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 				e->ctime = in->ctime[i];
 				e->name_len = name_len;
 				e->data_len = in->data_len[i];
+				e->unreadable = in->unreadable[i];
 				memcpy(out + sizeof(zkl_inspect_entry), in->children[i], name_len);
 				if (e->data_len > 0)
 					memcpy(out + sizeof(zkl_inspect_entry) + name_len, in->data[i], e->data_len);
@@ -1069,8 +1093,40 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 		zkl_free_slot(slotno);
 }
 
+/*
+ * Ask for child i's data, or only its stat: a child whose data we may not
+ * read (its ACL denies READ) is still a contender, and its stat is
+ * anyone's (exists needs no right on the node).  Answers come in the order
+ * asked.
+ */
 static void
-zkl_inspect_result(int slotno, zkl_slot *slot, zkl_event *ev)
+zkl_inspect_ask(int slotno, zkl_slot *slot, zkl_inspection *in, int i, bool stat_only)
+{
+	char	   *path = zkl_child_path(slot, in->children[i]);
+
+	in->sent[in->nsent++] = i;
+	zkl_check_sent(slotno, stat_only ?
+				   zoo_aexists(zkl_zh, path, 0, zkl_stat_done,
+							   zkl_ctx(ZKL_EV_INSPECT_STAT, slotno)) :
+				   zoo_aget(zkl_zh, path, 0, zkl_data_done,
+							zkl_ctx(ZKL_EV_INSPECT_DATA, slotno)));
+	pfree(path);
+}
+
+/*
+ * Keep ZKL_MAX_INSPECT_READS requests in flight while children are left to
+ * read; none more once the backend has given the read up.
+ */
+static void
+zkl_inspect_send(int slotno, zkl_slot *slot, zkl_inspection *in, bool wanted)
+{
+	while (wanted && in->nread < in->nchildren &&
+		   in->nsent - in->nreplied < ZKL_MAX_INSPECT_READS)
+		zkl_inspect_ask(slotno, slot, in, in->nread++, false);
+}
+
+static void
+zkl_inspect_result(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 {
 	zkl_work   *work = &zkl_works[slotno];
 	zkl_inspection *in = work->inspection;
@@ -1092,27 +1148,22 @@ zkl_inspect_result(int slotno, zkl_slot *slot, zkl_event *ev)
 			in->data = palloc0(sizeof(char *) * n);
 			in->data_len = palloc0(sizeof(int) * n);
 			in->gone = palloc0(sizeof(bool) * n);
+			in->unreadable = palloc0(sizeof(bool) * n);
+			/* A getData for each child, and an exists for an unreadable one. */
+			in->sent = palloc(sizeof(int) * 2 * n);
 			for (int i = 0; i < n; i++)
 				in->children[i] = pstrdup(ev->children[i]);
 		}
 		MemoryContextSwitchTo(old);
 		work->inspection = in;
-		for (int i = 0; i < n; i++)
-		{
-			char	   *path = zkl_child_path(slot, in->children[i]);
-
-			zkl_check_sent(slotno, zoo_aget(zkl_zh, path, 0, zkl_data_done,
-											zkl_ctx(ZKL_EV_INSPECT_DATA, slotno)));
-			pfree(path);
-		}
 	}
-	else if (in != NULL && in->nreplied < in->nchildren)
+	else if (in != NULL && in->nreplied < in->nsent)
 	{
-		int			i = in->nreplied++;
+		int			i = in->sent[in->nreplied++];
 
 		if (ev->rc == ZNONODE)
-			in->gone[i] = true;
-		else
+			in->gone[i] = true; /* deleted meanwhile: not listed */
+		else if (ev->rc == ZOK)
 		{
 			in->czxid[i] = ev->czxid;
 			in->owner[i] = ev->owner;
@@ -1124,8 +1175,18 @@ zkl_inspect_result(int slotno, zkl_slot *slot, zkl_event *ev)
 				memcpy(in->data[i], ev->data, in->data_len[i]);
 			}
 		}
+		else
+		{
+			/* Listed all the same; its stat asked for, or unknown too. */
+			in->unreadable[i] = true;
+			if (ev->kind == ZKL_EV_INSPECT_DATA && wanted)
+				zkl_inspect_ask(slotno, slot, in, i, true);
+		}
 	}
-	if (in != NULL && in->nreplied == in->nchildren)
+	if (in == NULL)
+		return;
+	zkl_inspect_send(slotno, slot, in, wanted);
+	if (in->nreplied == in->nsent)
 		zkl_inspect_finish(slotno, slot);
 }
 
@@ -1380,6 +1441,21 @@ zkl_on_pred_exists(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 {
 	if (ev->rc == ZNONODE)
 		zkl_predecessor_gone(slotno, slot);
+	else if (ev->rc == ZNOAUTH && ev->kind == ZKL_EV_PRED_EXISTS)
+	{
+		/*
+		 * A predecessor we may not read (its ACL denies READ) is watched all
+		 * the same: exists needs no right on the node, and its watch fires on
+		 * the deletion too.  Its answer comes as PRED_STAT, which fails the
+		 * waiter on any error but ZNONODE.
+		 */
+		char	   *path = zkl_child_path(slot, zkl_works[slotno].pred);
+
+		zkl_check_sent(slotno, zoo_awexists(zkl_zh, path, zkl_node_watcher,
+											(void *) zkl_ctx(ZKL_EV_PRED_WATCH, slotno),
+											zkl_stat_done, zkl_ctx(ZKL_EV_PRED_STAT, slotno)));
+		pfree(path);
+	}
 	else if (ev->rc != ZOK)
 		zkl_request_failed(slotno, ev->rc);
 }
@@ -1473,10 +1549,13 @@ zkl_on_deleted(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 static void
 zkl_on_inspected(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 {
+	/* One child refused (ZNOAUTH, ...) is no failure of the directory. */
+	bool		child = ev->kind == ZKL_EV_INSPECT_DATA || ev->kind == ZKL_EV_INSPECT_STAT;
+
 	if (ev->kind == ZKL_EV_REVOKE_SET && (ev->rc == ZOK || ev->rc == ZNONODE))
 		zkl_revoke_written(slotno, slot, ev->rc);
-	else if (ev->rc == ZOK || ev->rc == ZNONODE)
-		zkl_inspect_result(slotno, slot, ev);
+	else if (ev->rc == ZOK || ev->rc == ZNONODE || (child && !zkl_session_trouble(ev->rc)))
+		zkl_inspect_result(slotno, slot, ev, wanted);
 	else
 		zkl_request_failed(slotno, ev->rc);
 }
@@ -1504,12 +1583,14 @@ static const struct
 	{ZKL_EV_RECOVER_CHILDREN, ZKL_PH_RECOVERING, false, zkl_on_recover_children},
 	{ZKL_EV_RECOVER_STAT, ZKL_PH_RECOVERING, false, zkl_on_recover_stat},
 	{ZKL_EV_PRED_EXISTS, ZKL_PH_WATCHING, false, zkl_on_pred_exists},
+	{ZKL_EV_PRED_STAT, ZKL_PH_WATCHING, false, zkl_on_pred_exists},
 	{ZKL_EV_PRED_WATCH, ZKL_PH_WATCHING, true, zkl_on_pred_watch},
 	{ZKL_EV_OWN_EXISTS, ZKL_PH_OWN_NODE, false, zkl_on_own_exists},
 	{ZKL_EV_OWN_WATCH, ZKL_PH_OWN_NODE, true, zkl_on_own_watch},
 	{ZKL_EV_DELETED, ZKL_PH_DELETING, false, zkl_on_deleted},
 	{ZKL_EV_INSPECT_CHILDREN, ZKL_PH_INSPECTING, false, zkl_on_inspected},
 	{ZKL_EV_INSPECT_DATA, ZKL_PH_INSPECTING, false, zkl_on_inspected},
+	{ZKL_EV_INSPECT_STAT, ZKL_PH_INSPECTING, false, zkl_on_inspected},
 	{ZKL_EV_REVOKE_SET, ZKL_PH_INSPECTING, false, zkl_on_inspected},
 	{ZKL_EV_PUBLISHED, ZKL_PH_INSPECTING, false, zkl_on_published},
 	{ZKL_EV_LEASE_CREATED, ZKL_PH_LEASING, false, zkl_on_lease_created},

@@ -108,7 +108,11 @@ zkl_stat_done(int rc, const struct Stat *stat, const void *data)
 	zkl_event  *ev = zkl_new_event(data, rc);
 
 	if (rc == ZOK && stat)
+	{
 		ev->czxid = stat->czxid;
+		ev->owner = stat->ephemeralOwner;
+		ev->ctime = stat->ctime;
+	}
 	zkl_post(ev);
 }
 

@@ -29,6 +29,7 @@ typedef enum zkl_event_kind
 								 * loss */
 	ZKL_EV_RECOVER_STAT,		/* czxid of a node found that way */
 	ZKL_EV_PRED_EXISTS,			/* watch set on the predecessor */
+	ZKL_EV_PRED_STAT,			/* ... with exists: one we may not read */
 	ZKL_EV_PRED_WATCH,			/* the predecessor changed or vanished */
 	ZKL_EV_DELETED,				/* our node is gone */
 	ZKL_EV_OWN_EXISTS,			/* watch set on our own node (a completion) */
@@ -36,6 +37,7 @@ typedef enum zkl_event_kind
 	ZKL_EV_HEARTBEAT,			/* proof that the session is alive */
 	ZKL_EV_INSPECT_CHILDREN,	/* zk_lock_contenders: the directory */
 	ZKL_EV_INSPECT_DATA,		/* ... and each child's data, in order */
+	ZKL_EV_INSPECT_STAT,		/* ... or the stat of a child we may not read */
 	ZKL_EV_REVOKE_SET,			/* zk_lock_revoke: the holder's node written */
 	ZKL_EV_LEASE_CREATED,		/* a semaphore's lease (semaphore.c) */
 	ZKL_EV_LEASES,				/* listing of a semaphore's leases/ */

@@ -284,7 +284,8 @@ extern void zkl_wake_backend(zkl_slot *slot);
  * The reply to zk_lock_contenders, written by the worker into the
  * backend's dynamic shared memory segment: a header, then for each child
  * in listing order its czxid, name and (at most ZKL_MAX_INSPECT_DATA bytes
- * of) data.
+ * of) data.  A child that vanished while it was read is left out; one whose
+ * data we may not read is there, marked, with its stat and no data.
  */
 #define ZKL_MAX_INSPECT_DATA	4096
 typedef struct zkl_inspect_reply
@@ -302,6 +303,7 @@ typedef struct zkl_inspect_entry
 	int64		ctime;			/* creation, ms since 1970 */
 	int32		name_len;		/* then name_len bytes of name */
 	int32		data_len;		/* then data_len bytes of data */
+	bool		unreadable;		/* we may not read its data (ZNOAUTH): no data */
 } zkl_inspect_entry;
 
 /* encode.c */

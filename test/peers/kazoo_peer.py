@@ -149,8 +149,9 @@ class Peer:
         raise ValueError("unknown command " + name)
 
 
-def main():
-    peer = Peer()
+def serve(peer):
+    """Answer the commands on stdin with peer.execute, one line each, then
+    peer.close(); kazoo_nodes.py serves its commands the same way."""
     for line in sys.stdin:
         cmd = line.split()
         if not cmd:
@@ -163,6 +164,10 @@ def main():
         if reply == "bye":
             break
     peer.close()
+
+
+def main():
+    serve(Peer())
 
 
 if __name__ == "__main__":

@@ -17,6 +17,14 @@
 #include "lock_rule.h"
 #include "unit_tap.h"
 
+/* A contender of a random directory (test_holders). */
+struct queued
+{
+	char		node[64];
+	const char *owner;
+	zkl_contender_name name;
+};
+
 
 /* ---- names ---- */
 
@@ -302,6 +310,81 @@ test_wrap(void)
 	}
 }
 
+/* ---- a whole directory at once (zkl_holders) ---- */
+
+static int
+cmp_queue(const void *a, const void *b)
+{
+	const zkl_contender_name *x = &((const struct queued *) a)->name;
+	const zkl_contender_name *y = &((const struct queued *) b)->name;
+
+	return zkl_seq_compare(x->seq, y->seq);
+}
+
+/*
+ * zkl_holders gives, for every contender, the answer of zkl_decide with
+ * the other nodes of its owner as ours: random directories of mixed modes
+ * and owners (some of none), equal sequence numbers and a counter that
+ * wraps among them.
+ */
+static void
+test_holders(void)
+{
+	static const char *const owner_names[] = {"a", "b", "c"};
+	int			mismatches = 0;
+	int			held_total = 0;
+	int			rounds = 2000;
+
+	srand(23);
+	for (int round = 0; round < rounds; round++)
+	{
+		struct queued q[12];
+		const char *names[12];
+		const char *owners[12];
+		const char *ours[12];
+		zkl_contender_name queue[12];
+		bool		held[12];
+		int			n = 1 + rand() % 12;
+		int32_t		base = round % 2 ? INT32_MAX - 5 : 1;
+
+		for (int i = 0; i < n; i++)
+		{
+			int			o = rand() % 4;
+			bool		shared = rand() % 2;
+			int32_t		seq = (int32_t) ((uint32_t) base + (uint32_t) (rand() % 10));
+
+			q[i].owner = o < 3 ? owner_names[o] : NULL;
+			snprintf(q[i].node, sizeof(q[i].node), "_c_%d-%s%010d", i,
+					 shared ? "__READ__" : "-lock-", (int) seq);
+			if (!zkl_contender_parse(q[i].node, &q[i].name))
+				abort();
+		}
+		qsort(q, n, sizeof(q[0]), cmp_queue);
+		for (int i = 0; i < n; i++)
+		{
+			names[i] = q[i].node;
+			owners[i] = q[i].owner;
+			queue[i] = q[i].name;
+		}
+		zkl_holders(queue, owners, n, held);
+		for (int i = 0; i < n; i++)
+		{
+			int			nours = 0;
+			bool		expect;
+
+			for (int j = 0; j < n; j++)
+				if (j != i && owners[i] && owners[j] && strcmp(owners[i], owners[j]) == 0)
+					ours[nours++] = names[j];
+			expect = zkl_decide(names, n, names[i], ours, nours).verdict == ZKL_VERDICT_HELD;
+			if (expect != held[i])
+				mismatches++;
+			held_total += held[i];
+		}
+	}
+	check(mismatches == 0, "holders: a whole directory at once answers as zkl_decide for each node");
+	check(held_total > rounds, "holders: ... over directories with many holders");
+}
+
 static void
 test_handoff(void)
 {
@@ -322,5 +405,6 @@ main(void)
 	test_odd_listings();
 	test_wrap();
 	test_handoff();
+	test_holders();
 	return tap_done();
 }
