@@ -57,6 +57,9 @@ static bool zkl_closing_previous = false;
 static TimestampTz zkl_heartbeat_sent = 0;
 static bool zkl_heartbeat_in_flight = false;
 
+/* A heartbeat is due at once: the session was (re)connected. */
+static bool zkl_heartbeat_now = false;
+
 /* When zkl_watch_lasting_holds last ran. */
 static TimestampTz zkl_last_hold_watch = 0;
 
@@ -208,7 +211,13 @@ zkl_set_session_state(zkl_session_state state)
 		zkl_shared->negotiated_timeout = zoo_recv_timeout(zkl_zh);
 		strlcpy(zkl_shared->server, server ? server : "", sizeof(zkl_shared->server));
 		zkl_shared->connected_since = now;
-		zkl_shared->last_contact = now;
+
+		/*
+		 * No proof yet: the event may have waited in the queue while the loop
+		 * was busy, so the handshake is older than now.  A heartbeat goes out
+		 * at once instead; its answer is the proof.
+		 */
+		zkl_heartbeat_now = true;
 	}
 	else if (state == ZKL_SESSION_EXPIRED)
 	{
@@ -451,9 +460,17 @@ static TimestampTz zkl_last_reap = 0;
 
 /*
  * Keep the session's liveness known: a heartbeat every sixth of the session
- * timeout, or at once when a committing backend asks for fresh proof.  As
- * often, holds that last get the watch on their own node, and every ten
- * seconds the slots of backends that no longer exist are looked for.
+ * timeout, at once after a (re)connection, or when a committing backend
+ * asks for fresh proof.
+ *
+ * The heartbeat is a sync.  A follower answers a read from its own copy of
+ * the data, and goes on doing so after it was cut off from the leader,
+ * until it notices (syncLimit x tickTime): a read it answers proves
+ * nothing about a session that the leader may have expired meanwhile.  A
+ * sync is passed to the leader and answered only after the leader's
+ * answer, which comes after everything the leader committed before, our
+ * session's expiry included: its answer proves that the leader had the
+ * session alive after the request left.  The proof is stamped at sending.
  */
 static void
 zkl_heartbeat(void)
@@ -469,15 +486,33 @@ zkl_heartbeat(void)
 	zkl_shared->heartbeat_requested = false;
 	LWLockRelease(zkl_shared->lock);
 
-	if (!asked && now < TimestampTzPlusMilliseconds(zkl_heartbeat_sent, zkl_heartbeat_interval()))
+	if (!asked && !zkl_heartbeat_now &&
+		now < TimestampTzPlusMilliseconds(zkl_heartbeat_sent, zkl_heartbeat_interval()))
 		return;
-	if (zoo_aexists(zkl_zh, "/", 0, zkl_stat_done,
-					(const void *) (uintptr_t) ((uint64) ZKL_EV_HEARTBEAT << 24)) == ZOK)
+	if (zoo_async(zkl_zh, "/", zkl_void_string_done,
+				  (const void *) (uintptr_t) ((uint64) ZKL_EV_HEARTBEAT << 24)) == ZOK)
 	{
 		/* Not counted in zk_requests, which shows what locks cost. */
 		zkl_heartbeat_sent = now;
 		zkl_heartbeat_in_flight = true;
+		zkl_heartbeat_now = false;
 	}
+}
+
+/*
+ * As often as heartbeats, holds that last get the watch on their own node
+ * and the hold limit is enforced; every ten seconds the slots of backends
+ * that no longer exist are looked for.  Apart from the heartbeat, which may
+ * wait long for its answer.
+ */
+static void
+zkl_periodic(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (zkl_zh == NULL || zkl_closing_previous ||
+		zkl_shared->session_state != ZKL_SESSION_CONNECTED)
+		return;
 	if (now >= TimestampTzPlusMilliseconds(zkl_last_hold_watch, zkl_heartbeat_interval()))
 	{
 		zkl_last_hold_watch = now;
@@ -518,8 +553,13 @@ zkl_sleep_time(TimestampTz shutdown_deadline)
 
 	if (zkl_zh == NULL)
 		next = Max(zkl_next_connect, now);
-	else if (connected && !zkl_heartbeat_in_flight)
-		next = TimestampTzPlusMilliseconds(zkl_heartbeat_sent, zkl_heartbeat_interval());
+	else if (connected)
+	{
+		next = TimestampTzPlusMilliseconds(zkl_last_hold_watch, zkl_heartbeat_interval());
+		if (!zkl_heartbeat_in_flight)
+			next = zkl_heartbeat_now ? now :
+				Min(next, TimestampTzPlusMilliseconds(zkl_heartbeat_sent, zkl_heartbeat_interval()));
+	}
 	if (shutdown_deadline != 0 && (next == 0 || shutdown_deadline < next))
 		next = shutdown_deadline;
 	if (connected && zkl_work_pending())
@@ -715,6 +755,7 @@ zkl_worker_main(Datum arg)
 		zkl_take_requests();
 		zkl_run_pending();
 		zkl_heartbeat();
+		zkl_periodic();
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(loop_cxt);
 
