@@ -63,6 +63,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "clock.h"
 #include "lock_rule.h"
 #include "worker.h"
 
@@ -442,6 +443,7 @@ zkl_grant(int slotno, zkl_slot *slot)
 	{
 		slot->state = ZKL_SLOT_HELD;
 		slot->granted_at = GetCurrentTimestamp();
+		zkl_works[slotno].granted_mono = zkl_now();
 		zkl_count(acquired);
 		if (zkl_works[slotno].waited)
 			zkl_count(handoffs);
@@ -1658,6 +1660,9 @@ zkl_adopt_slots(void)
 			case ZKL_SLOT_HELD:
 				/* The old worker's watch on the node went with it. */
 				work->phase = ZKL_PH_HELD;
+				/* Its grant's time, as far as the wall clock tells. */
+				work->granted_mono = zkl_after_ms(zkl_now(),
+												  -((GetCurrentTimestamp() - slot->granted_at) / 1000));
 				/* A hold being taken away has its node deleted again. */
 				if (slot->take_reason != ZKL_TAKE_NONE)
 					work->phase = ZKL_PH_DELETING;
@@ -1701,7 +1706,7 @@ zkl_check_holds(void)
 	int		   *expired;
 	int			nwatch = 0;
 	int			nexpired = 0;
-	TimestampTz now = GetCurrentTimestamp();
+	int64		now = zkl_now();
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	watch = palloc(sizeof(int) * Max(zkl_shared->nused, 1));
@@ -1713,7 +1718,7 @@ zkl_check_holds(void)
 		if (slot->state != ZKL_SLOT_HELD || zkl_works[i].phase != ZKL_PH_HELD)
 			continue;
 		if (slot->max_hold_ms > 0 && slot->take_reason == ZKL_TAKE_NONE &&
-			now >= TimestampTzPlusMilliseconds(slot->granted_at, slot->max_hold_ms))
+			now >= zkl_after_ms(zkl_works[i].granted_mono, slot->max_hold_ms))
 			expired[nexpired++] = i;
 		else if (zkl_works[i].own_watch_gen != zkl_works[i].opgen)
 			watch[nwatch++] = i;

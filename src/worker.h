@@ -103,6 +103,8 @@ typedef struct zkl_work
 	bool		lease_unsure;	/* semaphore: our lease may exist unseen */
 	bool		lease_watched;	/* semaphore: the last listing set a watch */
 	int64		lease_czxid;	/* semaphore: our lease's, 0 if unknown */
+	int64		granted_mono;	/* the grant, on zkl_now()'s clock (clock.h):
+								 * what zklock.max_hold_time counts from */
 	int			fail_rc;		/* failure to report once our node is deleted */
 	char		pred[ZKL_MAX_NODE_LEN];
 	char		mapped_node[ZKL_MAX_NODE_LEN];	/* our node in recipe.c's map */
