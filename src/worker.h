@@ -132,6 +132,7 @@ extern zhandle_t *zkl_zh;
 /* recipe.c: steps that semaphore.c shares */
 extern const void *zkl_ctx(zkl_event_kind kind, int slotno);
 extern void zkl_check_sent(int slotno, int rc);
+extern void zkl_send_sync(int slotno, const char *path);
 extern struct ACL_vector *zkl_acl(void);
 extern void zkl_send_delete(int slotno, zkl_slot *slot);
 extern void zkl_request_failed(int slotno, int rc);
