@@ -39,6 +39,7 @@
 #include "utils/timestamp.h"
 
 #include "backend.h"
+#include "clock.h"
 
 /* Hash key: 'x' or 's' for the mode, then the lock name. */
 #define ZKL_KEY_LEN		(ZKL_MAX_NAME_LEN + 2)
@@ -1285,26 +1286,27 @@ bool
 zkl_session_proven(int *timeout_ms, TimestampTz *until, int64 *session)
 {
 	zkl_session_state state;
-	TimestampTz last_contact;
-	TimestampTz proof_until;
+	int64		proof_sent;
+	int64		now = zkl_now();
 	int			timeout;
 	int64		session_id;
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	state = zkl_shared->session_state;
-	last_contact = zkl_shared->last_contact;
+	proof_sent = zkl_shared->proof_sent;
 	session_id = zkl_shared->session_id;
 	timeout = zkl_shared->negotiated_timeout > 0 ? zkl_shared->negotiated_timeout : zkl_session_timeout;
 	LWLockRelease(zkl_shared->lock);
 
-	proof_until = TimestampTzPlusMilliseconds(last_contact, timeout / 3);
 	if (timeout_ms)
 		*timeout_ms = timeout;
+	/* The proof runs on the monotonic clock; callers wait on the wall's. */
 	if (until)
-		*until = proof_until;
+		*until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+											 zkl_ms_left(zkl_proof_until(proof_sent, timeout), now));
 	if (session)
 		*session = session_id;
-	return state == ZKL_SESSION_CONNECTED && GetCurrentTimestamp() < proof_until;
+	return state == ZKL_SESSION_CONNECTED && zkl_proof_holds(proof_sent, timeout, now);
 }
 
 /* The commit's wait for proof is over, however it ended (an error too). */
@@ -1371,8 +1373,8 @@ zkl_report_if_other_session(zkl_local_lock *lock, int64 session)
 static void
 zkl_confirm_before_commit(void)
 {
-	TimestampTz start = 0;
-	TimestampTz deadline = 0;
+	int64		start = 0;		/* zkl_now()'s clock (clock.h) */
+	int64		deadline = 0;
 	bool		wrote = TransactionIdIsValid(GetTopTransactionIdIfAny());
 
 	if (hash_get_num_entries(zkl_locks) == 0)
@@ -1385,7 +1387,7 @@ zkl_confirm_before_commit(void)
 		int			timeout_ms;
 		int64		session;
 		bool		proven;
-		TimestampTz now;
+		int64		now;
 
 		proven = zkl_session_proven(&timeout_ms, NULL, &session);
 		hash_seq_init(&seq, zkl_locks);
@@ -1413,11 +1415,11 @@ zkl_confirm_before_commit(void)
 		 */
 		if (!wrote || proven)
 			break;
-		now = GetCurrentTimestamp();
+		now = zkl_now();
 		if (start == 0)
 		{
 			start = now;
-			deadline = TimestampTzPlusMilliseconds(now, timeout_ms);
+			deadline = zkl_after_ms(now, timeout_ms);
 		}
 		if (now >= deadline)
 		{
@@ -1446,7 +1448,7 @@ zkl_confirm_before_commit(void)
 		 * session changes state or a lock is lost: no polling.
 		 */
 		(void) ConditionVariableTimedSleep(&zkl_shared->contact_cv,
-										   zkl_ms_until(deadline, GetCurrentTimestamp()),
+										   (long) Min(zkl_ms_left(deadline, zkl_now()), PG_INT32_MAX),
 										   PG_WAIT_EXTENSION);
 	}
 	zkl_end_commit_wait();
@@ -1454,7 +1456,7 @@ zkl_confirm_before_commit(void)
 	if (start != 0)
 		ereport(LOG,
 				(errmsg("zklock: commit waited %ld ms for the ZooKeeper session to be confirmed",
-						(long) ((GetCurrentTimestamp() - start) / 1000))));
+						(long) ((zkl_now() - start) / 1000))));
 }
 
 static void

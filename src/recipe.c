@@ -63,6 +63,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "clock.h"
 #include "lock_rule.h"
 #include "worker.h"
 
@@ -246,6 +247,60 @@ zkl_check_sent(int slotno, int rc)
 		zkl_works[slotno].retry = true;
 		zkl_mark_pending(slotno);
 	}
+}
+
+/*
+ * Whether a request the library refused at once (it never left) is worth
+ * sending again: the session is ending (its end restarts every slot's
+ * work) or the connection is down.  Anything else (bad arguments, no
+ * memory for the request) would be refused again.
+ */
+static bool
+zkl_refusal_passes(int rc)
+{
+	return rc == ZINVALIDSTATE || rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
+		rc == ZCLOSING || rc == ZSESSIONEXPIRED;
+}
+
+/*
+ * The slot's only request in flight was sent (rc): refused at once, its
+ * work starts again once the session is usable, or the slot fails with the
+ * library's answer when sending again cannot help.  Nothing of the slot is
+ * in flight then, so no answer is waited for.  False when refused.
+ */
+static void zkl_fail_slot(int slotno, int rc);
+
+static bool
+zkl_sent_alone(int slotno, int rc)
+{
+	zkl_count_request(slotno);
+	if (rc == ZOK)
+		return true;
+	zkl_works[slotno].phase = ZKL_PH_IDLE;
+	if (zkl_refusal_passes(rc))
+		zkl_mark_pending(slotno);
+	else
+	{
+		ereport(LOG,
+				(errmsg("zklock: the ZooKeeper client library refused a request of lock \"%s\": %s",
+						zkl_shared->slots[slotno].name, zerror(rc))));
+		zkl_fail_slot(slotno, rc);
+	}
+	return false;
+}
+
+/*
+ * Before a listing that looks for a node whose create's answer was lost:
+ * a server may answer from a copy that has not applied that create yet (a
+ * follower behind its leader), and the node would be created a second
+ * time.  A sync first makes the server catch up with the leader; ZooKeeper
+ * answers one session's requests in order, so the listing comes after it.
+ */
+void
+zkl_send_sync(int slotno, const char *path)
+{
+	zkl_check_sent(slotno, zoo_async(zkl_zh, path, zkl_void_string_done,
+									 zkl_ctx(ZKL_EV_IGNORE, slotno)));
 }
 
 /*
@@ -471,6 +526,7 @@ zkl_grant(int slotno, zkl_slot *slot)
 		slot->granted_at = GetCurrentTimestamp();
 		/* Our node is an ephemeral of the session in use. */
 		slot->granted_session = zkl_shared->session_id;
+		zkl_works[slotno].granted_mono = zkl_now();
 		zkl_count(acquired);
 		if (zkl_works[slotno].waited)
 			zkl_count(handoffs);
@@ -557,10 +613,11 @@ zkl_send_create(int slotno, zkl_slot *slot, bool with_parents)
 	prefix = psprintf("%s/_c_%s-%s", slot->dir, slot->uuid,
 					  zkl_node_markers[slot->kind] + (slot->kind == ZKL_NODE_MUTEX ? 1 : 0));
 	zkl_works[slotno].phase = ZKL_PH_CREATING;
-	zkl_check_sent(slotno, zoo_acreate2(zkl_zh, prefix, slot->data, strlen(slot->data), zkl_acl(),
-										ZOO_EPHEMERAL_SEQUENTIAL, zkl_string_stat_done,
-										zkl_ctx(ZKL_EV_CREATED, slotno)));
-	zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
+	/* Refused at once: nothing was created, nothing is to be waited for. */
+	if (zkl_sent_alone(slotno, zoo_acreate2(zkl_zh, prefix, slot->data, strlen(slot->data), zkl_acl(),
+											ZOO_EPHEMERAL_SEQUENTIAL, zkl_string_stat_done,
+											zkl_ctx(ZKL_EV_CREATED, slotno))))
+		zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
 	pfree(prefix);
 }
 
@@ -608,6 +665,7 @@ zkl_redo(int slotno, zkl_slot *slot)
 	switch (work->phase)
 	{
 		case ZKL_PH_RECOVERING:
+			zkl_send_sync(slotno, slot->dir);
 			zkl_send_listing(slotno, slot, ZKL_EV_RECOVER_CHILDREN);
 			break;
 		case ZKL_PH_LISTING:
@@ -991,13 +1049,13 @@ zkl_inspect_start(int slotno, zkl_slot *slot)
 	{
 		char	   *path = zkl_child_path(slot, slot->target);
 
-		zkl_check_sent(slotno, zoo_aset(zkl_zh, path, ZKL_REVOKE_MESSAGE, strlen(ZKL_REVOKE_MESSAGE),
-										-1, zkl_stat_done, zkl_ctx(ZKL_EV_REVOKE_SET, slotno)));
+		(void) zkl_sent_alone(slotno, zoo_aset(zkl_zh, path, ZKL_REVOKE_MESSAGE, strlen(ZKL_REVOKE_MESSAGE),
+											   -1, zkl_stat_done, zkl_ctx(ZKL_EV_REVOKE_SET, slotno)));
 		pfree(path);
 		return;
 	}
-	zkl_check_sent(slotno, zoo_aget_children(zkl_zh, slot->dir, 0, zkl_strings_done,
-											 zkl_ctx(ZKL_EV_INSPECT_CHILDREN, slotno)));
+	(void) zkl_sent_alone(slotno, zoo_aget_children(zkl_zh, slot->dir, 0, zkl_strings_done,
+													zkl_ctx(ZKL_EV_INSPECT_CHILDREN, slotno)));
 }
 
 /*
@@ -1761,6 +1819,9 @@ zkl_adopt_slots(void)
 			case ZKL_SLOT_HELD:
 				/* The old worker's watch on the node went with it. */
 				work->phase = ZKL_PH_HELD;
+				/* Its grant's time, as far as the wall clock tells. */
+				work->granted_mono = zkl_after_ms(zkl_now(),
+												  -((GetCurrentTimestamp() - slot->granted_at) / 1000));
 				/* A hold being taken away has its node deleted again. */
 				if (slot->take_reason != ZKL_TAKE_NONE)
 					work->phase = ZKL_PH_DELETING;
@@ -1804,7 +1865,7 @@ zkl_check_holds(void)
 	int		   *expired;
 	int			nwatch = 0;
 	int			nexpired = 0;
-	TimestampTz now = GetCurrentTimestamp();
+	int64		now = zkl_now();
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	watch = palloc(sizeof(int) * Max(zkl_shared->nused, 1));
@@ -1816,7 +1877,7 @@ zkl_check_holds(void)
 		if (slot->state != ZKL_SLOT_HELD || zkl_works[i].phase != ZKL_PH_HELD)
 			continue;
 		if (slot->max_hold_ms > 0 && slot->take_reason == ZKL_TAKE_NONE &&
-			now >= TimestampTzPlusMilliseconds(slot->granted_at, slot->max_hold_ms))
+			now >= zkl_after_ms(zkl_works[i].granted_mono, slot->max_hold_ms))
 			expired[nexpired++] = i;
 		else if (zkl_works[i].own_watch_gen != zkl_works[i].opgen)
 			watch[nwatch++] = i;

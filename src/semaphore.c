@@ -151,6 +151,8 @@ zkl_sem_redo(int slotno, zkl_slot *slot)
 	{
 		case ZKL_PH_LEASING:
 			/* The listing finds a lease whose create's answer was lost. */
+			if (zkl_works[slotno].lease_unsure)
+				zkl_send_sync(slotno, slot->dir);
 			zkl_list_leases(slotno, slot, false);
 			break;
 		case ZKL_PH_LEASE_WAITING:

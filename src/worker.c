@@ -31,6 +31,8 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "clock.h"
+#include "heartbeat.h"
 #include "session_file.h"
 #include "worker.h"
 
@@ -41,7 +43,7 @@ static char *zkl_current_hosts = NULL;
 /* The credentials given to the session in use (zklock.auth when given). */
 static char *zkl_session_auth = NULL;
 static int	zkl_backoff_ms = 0;
-static TimestampTz zkl_next_connect = 0;
+static int64 zkl_next_connect = 0;	/* zkl_now() */
 
 /*
  * After a crash restart the previous incarnation's session may still hold
@@ -53,12 +55,16 @@ static TimestampTz zkl_next_connect = 0;
  */
 static bool zkl_closing_previous = false;
 
-/* Heartbeats prove the session alive to committing backends. */
-static TimestampTz zkl_heartbeat_sent = 0;
-static bool zkl_heartbeat_in_flight = false;
+/*
+ * Heartbeats prove the session alive to committing backends.  Every time
+ * of the loop is zkl_now()'s (clock.h), which no step of the wall clock
+ * moves.
+ */
+static zkl_beat zkl_heartbeat_state;
+static TimestampTz zkl_heartbeat_sent_wall = 0; /* for zk_status() */
 
 /* When zkl_watch_lasting_holds last ran. */
-static TimestampTz zkl_last_hold_watch = 0;
+static int64 zkl_last_hold_watch = 0;
 
 /* ---- main thread ---- */
 
@@ -94,7 +100,7 @@ static void
 zkl_schedule_reconnect(void)
 {
 	zkl_backoff_ms = zkl_backoff_ms == 0 ? 100 : Min(zkl_backoff_ms * 2, 10000);
-	zkl_next_connect = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), zkl_backoff_ms);
+	zkl_next_connect = zkl_after_ms(zkl_now(), zkl_backoff_ms);
 }
 
 /*
@@ -203,16 +209,25 @@ zkl_set_session_state(zkl_session_state state)
 		const clientid_t *cid = zoo_client_id(zkl_zh);
 		const char *server = zoo_get_current_server(zkl_zh);
 
+		/*
+		 * No proof yet: the event may have waited in the queue while the loop
+		 * was busy, so the handshake is older than now.  A heartbeat goes out
+		 * at once instead; its answer is the proof.  A proof of another
+		 * session proves nothing about this one.
+		 */
+		zkl_beat_connected(&zkl_heartbeat_state, zkl_shared->session_id == cid->client_id);
+		zkl_shared->proof_sent = zkl_heartbeat_state.proof;
 		zkl_shared->session_id = cid->client_id;
 		memcpy(zkl_shared->session_passwd, cid->passwd, sizeof(cid->passwd));
 		zkl_shared->negotiated_timeout = zoo_recv_timeout(zkl_zh);
 		strlcpy(zkl_shared->server, server ? server : "", sizeof(zkl_shared->server));
 		zkl_shared->connected_since = now;
-		zkl_shared->last_contact = now;
 	}
 	else if (state == ZKL_SESSION_EXPIRED)
 	{
 		zkl_shared->session_id = 0;
+		zkl_beat_session_ended(&zkl_heartbeat_state);
+		zkl_shared->proof_sent = 0;
 		zkl_shared->server[0] = '\0';
 	}
 
@@ -305,11 +320,11 @@ zkl_handle_session_event(int state)
 static struct
 {
 	char		key[128];		/* the text with each run of digits as "#" */
-	TimestampTz logged_at;
+	int64		logged_at;		/* zkl_now() */
 	int			suppressed;
 }			zkl_log_kinds[ZKL_LOG_KINDS];
 
-static TimestampTz zkl_log_window_start = 0;
+static int64 zkl_log_window_start = 0;
 static int	zkl_log_window_lines = 0;
 static int	zkl_log_window_dropped = 0;
 
@@ -318,7 +333,7 @@ zkl_log_library_line(const char *line)
 {
 	const char *text = strstr(line, "ZOO_");
 	const char *at;
-	TimestampTz now = GetCurrentTimestamp();
+	int64		now = zkl_now();
 	int			oldest = 0;
 	int			hit = -1;
 	char		clean[256];
@@ -339,7 +354,7 @@ zkl_log_library_line(const char *line)
 	}
 	key[k] = '\0';
 
-	if (now >= TimestampTzPlusMilliseconds(zkl_log_window_start, ZKL_LOG_WINDOW_MS))
+	if (zkl_due(zkl_log_window_start, ZKL_LOG_WINDOW_MS, now))
 	{
 		if (zkl_log_window_dropped > 0)
 			ereport(LOG,
@@ -360,7 +375,7 @@ zkl_log_library_line(const char *line)
 		if (zkl_log_kinds[i].logged_at < zkl_log_kinds[oldest].logged_at)
 			oldest = i;
 	}
-	if (hit >= 0 && now < TimestampTzPlusMilliseconds(zkl_log_kinds[hit].logged_at, ZKL_LOG_WINDOW_MS))
+	if (hit >= 0 && !zkl_due(zkl_log_kinds[hit].logged_at, ZKL_LOG_WINDOW_MS, now))
 	{
 		zkl_log_kinds[hit].suppressed++;
 		return;
@@ -403,12 +418,12 @@ zkl_drain_events(void)
 			zkl_log_library_line(ev->path);
 		else if (ev->kind == ZKL_EV_HEARTBEAT)
 		{
-			zkl_heartbeat_in_flight = false;
-			/* The server had the session alive when the request left. */
-			if (ev->rc == ZOK)
+			/* The leader had the session alive when the request left. */
+			if (zkl_beat_answered(&zkl_heartbeat_state, ev->rc == ZOK))
 			{
 				LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-				zkl_shared->last_contact = zkl_heartbeat_sent;
+				zkl_shared->proof_sent = zkl_heartbeat_state.proof;
+				zkl_shared->last_contact = zkl_heartbeat_sent_wall;
 				LWLockRelease(zkl_shared->lock);
 				/* Commits waiting for this proof go on. */
 				ConditionVariableBroadcast(&zkl_shared->contact_cv);
@@ -447,21 +462,31 @@ zkl_heartbeat_interval(void)
 
 /* Slots of exited backends are looked for at most this often. */
 #define ZKL_REAP_INTERVAL_MS	10000
-static TimestampTz zkl_last_reap = 0;
+static int64 zkl_last_reap = 0;
 
 /*
  * Keep the session's liveness known: a heartbeat every sixth of the session
- * timeout, or at once when a committing backend asks for fresh proof.  As
- * often, holds that last get the watch on their own node, and every ten
- * seconds the slots of backends that no longer exist are looked for.
+ * timeout, at once after a (re)connection, or when a committing backend
+ * asks for fresh proof.
+ *
+ * The heartbeat is a sync.  A follower answers a read from its own copy of
+ * the data, and goes on doing so after it was cut off from the leader,
+ * until it notices (syncLimit x tickTime): a read it answers proves
+ * nothing about a session that the leader may have expired meanwhile.  A
+ * sync is passed to the leader and answered only after the leader's
+ * answer, which comes after everything the leader committed before, our
+ * session's expiry included: its answer proves that the leader had the
+ * session alive after the request left.  The proof is stamped at sending.
  */
 static void
 zkl_heartbeat(void)
 {
-	TimestampTz now = GetCurrentTimestamp();
+	int64		now = zkl_now();
 	bool		asked;
+	bool		first_refusal;
+	int			rc;
 
-	if (zkl_zh == NULL || zkl_closing_previous || zkl_heartbeat_in_flight ||
+	if (zkl_zh == NULL || zkl_closing_previous || zkl_heartbeat_state.in_flight ||
 		zkl_shared->session_state != ZKL_SESSION_CONNECTED)
 		return;
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
@@ -469,21 +494,50 @@ zkl_heartbeat(void)
 	zkl_shared->heartbeat_requested = false;
 	LWLockRelease(zkl_shared->lock);
 
-	if (!asked && now < TimestampTzPlusMilliseconds(zkl_heartbeat_sent, zkl_heartbeat_interval()))
-		return;
-	if (zoo_aexists(zkl_zh, "/", 0, zkl_stat_done,
-					(const void *) (uintptr_t) ((uint64) ZKL_EV_HEARTBEAT << 24)) == ZOK)
+	if (!zkl_beat_due(&zkl_heartbeat_state, asked, zkl_heartbeat_interval(), now))
 	{
-		/* Not counted in zk_requests, which shows what locks cost. */
-		zkl_heartbeat_sent = now;
-		zkl_heartbeat_in_flight = true;
+		/* A commit's request waits for the retry of a refused send. */
+		if (asked)
+		{
+			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+			zkl_shared->heartbeat_requested = true;
+			LWLockRelease(zkl_shared->lock);
+		}
+		return;
 	}
-	if (now >= TimestampTzPlusMilliseconds(zkl_last_hold_watch, zkl_heartbeat_interval()))
+	/* Not counted in zk_requests, which shows what locks cost. */
+	rc = zoo_async(zkl_zh, "/", zkl_void_string_done,
+				   (const void *) (uintptr_t) ((uint64) ZKL_EV_HEARTBEAT << 24));
+	first_refusal = rc != ZOK && zkl_heartbeat_state.retry_at == 0;
+	zkl_beat_sent(&zkl_heartbeat_state, rc == ZOK, now);
+	if (rc == ZOK)
+		zkl_heartbeat_sent_wall = GetCurrentTimestamp();
+	else if (first_refusal)
+		ereport(LOG,
+				(errmsg("zklock could not send a heartbeat to ZooKeeper: %s", zerror(rc)),
+				 errdetail("It is sent again every %d ms until the library takes it.", ZKL_BEAT_RETRY_MS)));
+}
+
+/*
+ * As often as heartbeats, holds that last get the watch on their own node
+ * and the hold limit is enforced; every ten seconds the slots of backends
+ * that no longer exist are looked for.  Apart from the heartbeat, which may
+ * wait long for its answer.
+ */
+static void
+zkl_periodic(void)
+{
+	int64		now = zkl_now();
+
+	if (zkl_zh == NULL || zkl_closing_previous ||
+		zkl_shared->session_state != ZKL_SESSION_CONNECTED)
+		return;
+	if (zkl_due(zkl_last_hold_watch, zkl_heartbeat_interval(), now))
 	{
 		zkl_last_hold_watch = now;
 		zkl_check_holds();
 	}
-	if (now >= TimestampTzPlusMilliseconds(zkl_last_reap, ZKL_REAP_INTERVAL_MS))
+	if (zkl_due(zkl_last_reap, ZKL_REAP_INTERVAL_MS, now))
 	{
 		zkl_last_reap = now;
 		zkl_reap_dead_backends();
@@ -509,31 +563,35 @@ zkl_slots_in_use(void)
  * and ZooKeeper's answers and the library's log lines write the eventfd.
  */
 static long
-zkl_sleep_time(TimestampTz shutdown_deadline)
+zkl_sleep_time(int64 shutdown_deadline)
 {
-	TimestampTz now = GetCurrentTimestamp();
-	TimestampTz next = 0;
+	int64		now = zkl_now();
+	int64		next = 0;
 	bool		connected = zkl_zh != NULL && !zkl_closing_previous &&
 	zkl_shared->session_state == ZKL_SESSION_CONNECTED;
 
 	if (zkl_zh == NULL)
 		next = Max(zkl_next_connect, now);
-	else if (connected && !zkl_heartbeat_in_flight)
-		next = TimestampTzPlusMilliseconds(zkl_heartbeat_sent, zkl_heartbeat_interval());
+	else if (connected)
+	{
+		int64		beat = zkl_beat_next(&zkl_heartbeat_state, zkl_heartbeat_interval(), now);
+
+		next = zkl_after_ms(zkl_last_hold_watch, zkl_heartbeat_interval());
+		if (beat != 0 && beat < next)
+			next = beat;
+	}
 	if (shutdown_deadline != 0 && (next == 0 || shutdown_deadline < next))
 		next = shutdown_deadline;
 	if (connected && zkl_work_pending())
 	{
-		TimestampTz retry = TimestampTzPlusMilliseconds(now, 100);
+		int64		retry = zkl_after_ms(now, 100);
 
 		if (next == 0 || retry < next)
 			next = retry;
 	}
 	if (next == 0)
 		return -1;
-	if (next <= now)
-		return 0;
-	return (long) Min((next - now + 999) / 1000, PG_INT32_MAX);
+	return (long) Min(zkl_ms_left(next, now), PG_INT32_MAX);
 }
 
 /*
@@ -672,15 +730,15 @@ zkl_worker_start(void)
  * the last slot.
  */
 static bool
-zkl_shutdown_due(TimestampTz *deadline)
+zkl_shutdown_due(int64 *deadline)
 {
-	TimestampTz now;
+	int64		now;
 
 	if (!ShutdownRequestPending)
 		return false;
-	now = GetCurrentTimestamp();
+	now = zkl_now();
 	if (*deadline == 0)
-		*deadline = TimestampTzPlusMilliseconds(now, 3000);
+		*deadline = zkl_after_ms(now, 3000);
 	return now >= *deadline || zkl_zh == NULL ||
 		zkl_shared->session_state != ZKL_SESSION_CONNECTED ||
 		zkl_slots_in_use() == 0;
@@ -690,7 +748,7 @@ void
 zkl_worker_main(Datum arg)
 {
 	WaitEventSet *wes = zkl_worker_start();
-	TimestampTz shutdown_deadline = 0;
+	int64		shutdown_deadline = 0;
 	MemoryContext loop_cxt;
 
 	loop_cxt = AllocSetContextCreate(TopMemoryContext, "zklock worker loop",
@@ -709,12 +767,13 @@ zkl_worker_main(Datum arg)
 
 		/* What one pass allocates and does not keep goes with the pass. */
 		old = MemoryContextSwitchTo(loop_cxt);
-		if (zkl_zh == NULL && GetCurrentTimestamp() >= zkl_next_connect)
+		if (zkl_zh == NULL && zkl_now() >= zkl_next_connect)
 			zkl_open_session();
 		zkl_drain_events();
 		zkl_take_requests();
 		zkl_run_pending();
 		zkl_heartbeat();
+		zkl_periodic();
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(loop_cxt);
 

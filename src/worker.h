@@ -105,6 +105,8 @@ typedef struct zkl_work
 	bool		lease_unsure;	/* semaphore: our lease may exist unseen */
 	bool		lease_watched;	/* semaphore: the last listing set a watch */
 	int64		lease_czxid;	/* semaphore: our lease's, 0 if unknown */
+	int64		granted_mono;	/* the grant, on zkl_now()'s clock (clock.h):
+								 * what zklock.max_hold_time counts from */
 	int			fail_rc;		/* failure to report once our node is deleted */
 	char		pred[ZKL_MAX_NODE_LEN];
 	char		mapped_node[ZKL_MAX_NODE_LEN];	/* our node in recipe.c's map */
@@ -132,6 +134,7 @@ extern zhandle_t *zkl_zh;
 /* recipe.c: steps that semaphore.c shares */
 extern const void *zkl_ctx(zkl_event_kind kind, int slotno);
 extern void zkl_check_sent(int slotno, int rc);
+extern void zkl_send_sync(int slotno, const char *path);
 extern struct ACL_vector *zkl_acl(void);
 extern void zkl_send_delete(int slotno, zkl_slot *slot);
 extern void zkl_request_failed(int slotno, int rc);

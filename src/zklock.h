@@ -124,7 +124,7 @@ typedef enum zkl_session_state
  * - state, generation, wanted, queued, commit_waiting, session_count and
  *   xact_count are read under the lock and written under it exclusively, by
  *   the owning backend or the worker.
- * - The session fields (session_state to last_contact) are written by the
+ * - The session fields (session_state to proof_sent) are written by the
  *   worker under the lock held exclusively; others read them under it, the
  *   worker also without it.  heartbeat_requested is read and written under
  *   the lock exclusively.
@@ -229,7 +229,9 @@ typedef struct zkl_shared_state
 	char		server[128];
 	TimestampTz connected_since;
 	TimestampTz disconnected_since;
-	TimestampTz last_contact;	/* a request sent then was answered */
+	TimestampTz last_contact;	/* a heartbeat sent then was answered */
+	int64		proof_sent;		/* the same, on zkl_now()'s clock (clock.h);
+								 * 0: no proof in this session */
 	bool		heartbeat_requested;	/* a commit wants fresh proof */
 	ConditionVariable contact_cv;
 	zkl_counters counters;

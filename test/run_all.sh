@@ -157,7 +157,7 @@ fi
 say "unit tests"
 rc=0
 run_logged "$WORK/unit.log" bash -c 'make -s -C "$1/test/unit" all &&
-	cd "$1" && prove -v --exec "" test/unit/lock_rule_test test/unit/waits_for_test test/unit/encode_test' _ "$TREE" || rc=$?
+	cd "$1" && prove -v --exec "" $(make -s --no-print-directory -C test/unit print-tests | sed "s|^|test/unit/|")' _ "$TREE" || rc=$?
 add_counts "$(count_prove "$WORK/unit.log" "$rc")" unit
 [ "$rc" -eq 0 ] || stage_failed unit
 

@@ -7,6 +7,8 @@
 #   test/zkserver.sh stop-one DIR I       stop server I, keep its data
 #   test/zkserver.sh start-one DIR I [--no-quorum-wait]
 #                                         restart server I with its old data
+#   test/zkserver.sh cut DIR | heal DIR   silence or restore the relays of
+#                                         ZK_RELAYED (below)
 #
 # Files under DIR: zk<I>/{zoo.cfg,log4j.properties,data/}, zk<I>.pid,
 # zk<I>.port (client port), zk<I>.log (log4j), zk<I>.out (JVM stdout/stderr),
@@ -19,7 +21,10 @@
 # tickTime and an fsync per write, as production runs it; the benchmark's
 # setting), ZK_SYSTEM_PROPERTIES (Java system properties
 # for the servers, e.g. "znode.container.checkIntervalMs=1000", separated by
-# spaces).
+# spaces), ZK_TICK_TIME and ZK_SYNC_LIMIT (tickTime in ms and syncLimit in
+# ticks, instead of the defaults below), ZK_RELAYED (I: server I and its
+# peers reach each other through TCP relays, test/tools/zkrelay.pl, which
+# `cut` silences and `heal` restores; the clients' ports are not relayed).
 set -euo pipefail
 
 JAVA=${JAVA:-java}
@@ -33,11 +38,14 @@ else
 	TICK_TIME=500
 	FORCE_SYNC=no
 fi
+TICK_TIME=${ZK_TICK_TIME:-$TICK_TIME}
+SYNC_LIMIT=${ZK_SYNC_LIMIT:-10}
+RELAYED=${ZK_RELAYED:-0}
 
 die() { echo "zkserver.sh: $*" >&2; exit 1; }
 
 usage() {
-	sed -n '5,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '5,11p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 1
 }
 
@@ -115,6 +123,47 @@ server_count() {
 	echo "$n"
 }
 
+# The quorum and election ports, "Q:E", at which server I reaches server J:
+# their own, unless one of the two is ZK_RELAYED and the other is not; then
+# those of J's relay, allocated after the servers' ports (relay of server J
+# at 3N + 2(J-1)).
+peer_ports() {
+	local i=$1 j=$2 n=$3 k
+	local -a ports=("${PORTS[@]}")
+	if [ "$i" != "$j" ] && { [ "$i" = "$RELAYED" ] || [ "$j" = "$RELAYED" ]; }; then
+		k=$((3 * n + 2 * (j - 1)))
+		echo "${ports[$k]}:${ports[$((k + 1))]}"
+	else
+		echo "${ports[$(((j - 1) * 3 + 1))]}:${ports[$(((j - 1) * 3 + 2))]}"
+	fi
+}
+
+# Start the relays of ZK_RELAYED: one per quorum and election port of each
+# server, to its real port.
+start_relays() {
+	local n=$1 j k pairs=()
+	local -a ports=("${PORTS[@]}")
+	for ((j = 1; j <= n; j++)); do
+		k=$((3 * n + 2 * (j - 1)))
+		pairs+=("${ports[$k]}:${ports[$(((j - 1) * 3 + 1))]}" "${ports[$((k + 1))]}:${ports[$(((j - 1) * 3 + 2))]}")
+	done
+	perl "$(dirname "$0")/tools/zkrelay.pl" "${pairs[@]}" </dev/null >>"$DIR/relay.out" 2>&1 &
+	echo $! >"$DIR/relay.pid"
+}
+
+relay_signal() {
+	local pid
+	[ -f "$DIR/relay.pid" ] || die "no relays in $DIR"
+	pid=$(cat "$DIR/relay.pid")
+	kill "-$1" "$pid" || die "relays (pid $pid) not running"
+}
+
+stop_relays() {
+	[ -f "$DIR/relay.pid" ] || return 0
+	kill -TERM "$(cat "$DIR/relay.pid")" 2>/dev/null || true
+	rm -f "$DIR/relay.pid"
+}
+
 write_config() {
 	local i=$1 n=$2 d="$DIR/zk$1" j
 	local -a ports=("${PORTS[@]}")
@@ -125,7 +174,7 @@ write_config() {
 		# as in production (ZK_PRODUCTION=1), ZooKeeper's default of 2 s.
 		echo "tickTime=$TICK_TIME"
 		echo "initLimit=20"
-		echo "syncLimit=10"
+		echo "syncLimit=$SYNC_LIMIT"
 		echo "dataDir=$d/data"
 		echo "clientPort=${ports[$(((i - 1) * 3))]}"
 		echo "clientPortAddress=127.0.0.1"
@@ -139,7 +188,7 @@ write_config() {
 		echo "forceSync=$FORCE_SYNC"
 		if [ "$n" -gt 1 ]; then
 			for ((j = 1; j <= n; j++)); do
-				echo "server.$j=127.0.0.1:${ports[$(((j - 1) * 3 + 1))]}:${ports[$(((j - 1) * 3 + 2))]}"
+				echo "server.$j=127.0.0.1:$(peer_ports "$i" "$j" "$n")"
 			done
 		fi
 	} >"$d/zoo.cfg"
@@ -244,6 +293,7 @@ stop_all() {
 		i=${f##*/zk}; i=${i%.pid}
 		stop_server "$i" || rc=1
 	done
+	stop_relays
 	return $rc
 }
 
@@ -251,7 +301,7 @@ cmd=${1:-}; [ $# -ge 2 ] || usage
 case $cmd in
 start) mkdir -p "$2" ;;
 stop) [ -d "$2" ] || exit 0 ;;	# nothing was started there
-stop-one | start-one) [ -d "$2" ] || die "no directory $2" ;;
+stop-one | start-one | cut | heal) [ -d "$2" ] || die "no directory $2" ;;
 *) usage ;;
 esac
 DIR=$(cd "$2" && pwd -P)
@@ -264,7 +314,10 @@ start)
 		[ -e "$f" ] && die "servers already started in $DIR (found $f)"
 	done
 	command -v "$JAVA" >/dev/null || die "java not found (install default-jre-headless)"
-	read -r -a PORTS <<<"$(free_ports $((N * 3)))"
+	[[ $RELAYED =~ ^[0-9]$ ]] && [ "$RELAYED" -le "$N" ] || die "ZK_RELAYED must be 0..$N"
+	nports=$((N * 3))
+	[ "$RELAYED" != 0 ] && nports=$((N * 5))
+	read -r -a PORTS <<<"$(free_ports $nports)"
 	connect=""
 	for ((i = 1; i <= N; i++)); do
 		write_config "$i" "$N"
@@ -274,6 +327,7 @@ start)
 	# Whatever happens before the servers are ready, stop what we started.
 	trap 'stop_all || true' EXIT
 	trap 'exit 130' INT TERM
+	[ "$RELAYED" != 0 ] && start_relays "$N"
 	for ((i = 1; i <= N; i++)); do launch "$i"; done
 	wait_ready yes $(seq 1 "$N") || exit 1
 	trap - EXIT INT TERM
@@ -301,6 +355,12 @@ start-one)
 	launch "$i"
 	wait_ready "$want_mode" "$i" || exit 1
 	trap - EXIT INT TERM
+	;;
+cut)
+	relay_signal USR1
+	;;
+heal)
+	relay_signal USR2
 	;;
 *)
 	usage

@@ -20,7 +20,7 @@ use ZklockTest::Command qw(_fatal _run $zkserver $tools_dir $zkutil);
 use ZklockTest::Poll;
 
 our @EXPORT = qw(
-  zk_start zk_stop zk_stop_one zk_start_one zk_start_all zk_running
+  zk_start zk_stop zk_stop_one zk_start_one zk_start_all zk_running zk_cut zk_heal
   zkutil zk_ls zk_nchildren zk_get zk_stat zk_create zk_delete zk_hold
   zk_session_counts
   zk_fourlw zk_mntr zk_wchc zk_wchp zk_wait_empty zk_base
@@ -32,19 +32,31 @@ our @EXPORT = qw(
 
 =over
 
-=item zk_start($n)
+=item zk_start($n, %opts)
 
 Start $n servers (1: standalone; 3: ensemble) on free loopback ports in a
 fresh temporary directory.  Returns a hash:
 C<< { connect => '127.0.0.1:p1,...', n => $n, dir => ..., ports => [...] } >>.
+Options: tick_time (ms) and sync_limit (ticks) of every server; relayed =>
+$i: server $i and its peers reach each other through relays that zk_cut
+silences.
+
+=item zk_cut($zk) / zk_heal($zk)
+
+Silence the relays of the server started as relayed (it stays up and
+keeps its clients, but hears nothing from its peers, nor they from it,
+until their own timeouts tell them), or let them through again.
 
 =cut
 
 sub zk_start
 {
-	my ($n) = @_;
+	my ($n, %opts) = @_;
 	$n //= 1;
 	my $dir = PostgreSQL::Test::Utils::tempdir('zk');
+	local $ENV{ZK_TICK_TIME} = $opts{tick_time} if $opts{tick_time};
+	local $ENV{ZK_SYNC_LIMIT} = $opts{sync_limit} if $opts{sync_limit};
+	local $ENV{ZK_RELAYED} = $opts{relayed} if $opts{relayed};
 	my ($rc, $out, $err) = _run([ 'bash', $zkserver, 'start', $dir, $n ], 120);
 	if ($rc != 0)
 	{
@@ -111,6 +123,18 @@ sub zk_start_one
 	note "ZooKeeper server $i started";
 	return;
 }
+
+sub _relay_command
+{
+	my ($zk, $what) = @_;
+	my ($rc, $out, $err) = _run([ 'bash', $zkserver, $what, $zk->{dir} ]);
+	_fatal("zkserver.sh $what: $err") if $rc != 0;
+	note "ZooKeeper relays: $what";
+	return;
+}
+
+sub zk_cut { _relay_command($_[0], 'cut') }
+sub zk_heal { _relay_command($_[0], 'heal') }
 
 sub zk_running
 {

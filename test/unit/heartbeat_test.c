@@ -1,0 +1,97 @@
+/*-------------------------------------------------------------------------
+ *
+ * heartbeat_test.c
+ *		Unit tests of heartbeat.c: when the worker sends a heartbeat and
+ *		what its answer proves.  The proof is the time a heartbeat left,
+ *		moved only by a heartbeat's own answer; a (re)connection asks for
+ *		one at once and proves nothing by itself; a send the library
+ *		refused is sent again, never waited for.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "clock.h"
+#include "heartbeat.h"
+#include "unit_tap.h"
+
+static int64_t now_us = 5000000;
+
+static int64_t
+fake_clock(void)
+{
+	return now_us;
+}
+
+static void
+pass_ms(int64_t ms)
+{
+	now_us += ms * 1000;
+}
+
+int
+main(void)
+{
+	zkl_beat	b;
+	int64_t		t0;
+
+	zkl_clock = fake_clock;
+	memset(&b, 0, sizeof(b));
+
+	/* A new session: no proof, a heartbeat at once. */
+	zkl_beat_connected(&b, false);
+	check(b.proof == 0, "a new session is not proven by its connection");
+	check(zkl_beat_due(&b, false, 500, zkl_now()), "a heartbeat is due at once after connecting");
+	check(zkl_beat_next(&b, 500, zkl_now()) == zkl_now(), "and the worker does not sleep before it");
+
+	/* Sent, then answered much later: the proof is the send time. */
+	t0 = zkl_now();
+	zkl_beat_sent(&b, true, t0);
+	check(!zkl_beat_due(&b, true, 500, zkl_now()), "one heartbeat at a time, even when a commit asks");
+	check(zkl_beat_next(&b, 500, zkl_now()) == 0, "none is scheduled while one is in flight");
+	pass_ms(800);
+	check(zkl_beat_answered(&b, true) && b.proof == t0, "an answer proves the time its heartbeat left, not the time it came");
+	check(!zkl_proof_holds(b.proof, 3000, zkl_now() + 300 * 1000),
+		  "so a slow answer leaves less of the proof, never more");
+
+	/* A failed answer (connection loss) moves nothing. */
+	t0 = b.proof;
+	zkl_beat_sent(&b, true, zkl_now());
+	check(!zkl_beat_answered(&b, false) && b.proof == t0, "a failed heartbeat proves nothing");
+
+	/* A reconnection of the same session: the proof stays, no stamp. */
+	pass_ms(100);
+	zkl_beat_connected(&b, true);
+	check(b.proof == t0, "a reconnection stamps no contact: the proof stays what the last answer proved");
+	check(zkl_beat_due(&b, false, 500, zkl_now()), "and asks for a heartbeat at once");
+	zkl_beat_sent(&b, true, zkl_now());
+	check(!b.at_once, "which is then sent");
+	zkl_beat_answered(&b, true);
+
+	/* Another session: the old proof goes. */
+	zkl_beat_connected(&b, false);
+	check(b.proof == 0, "a proof of another session proves nothing about this one");
+	zkl_beat_session_ended(&b);
+	check(b.proof == 0 && !b.at_once, "an ended session has no proof");
+
+	/* A send refused at once is retried, not waited for. */
+	zkl_beat_connected(&b, true);
+	zkl_beat_sent(&b, false, zkl_now());
+	check(!b.in_flight, "a refused heartbeat is not awaited");
+	check(!zkl_beat_due(&b, true, 500, zkl_now()), "it is not resent in a busy loop");
+	check(zkl_beat_next(&b, 500, zkl_now()) == zkl_after_ms(zkl_now(), ZKL_BEAT_RETRY_MS),
+		  "the worker wakes for its retry");
+	pass_ms(ZKL_BEAT_RETRY_MS);
+	check(zkl_beat_due(&b, false, 500, zkl_now()), "and resends it then");
+
+	/* The interval. */
+	zkl_beat_sent(&b, true, zkl_now());
+	zkl_beat_answered(&b, true);
+	pass_ms(499);
+	check(!zkl_beat_due(&b, false, 500, zkl_now()), "no heartbeat before the interval");
+	check(zkl_beat_due(&b, true, 500, zkl_now()), "unless a commit asks for proof");
+	pass_ms(1);
+	check(zkl_beat_due(&b, false, 500, zkl_now()), "one at the interval");
+	return tap_done();
+}
