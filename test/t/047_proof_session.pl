@@ -117,7 +117,9 @@ SKIP:
 	my $log_offset = -s $a->logfile;
 	$h->query_until(qr/committing\n/, "\\echo committing\nCOMMIT;\n");
 	ok(gdb_stopped($gh), "H's COMMIT stopped in zkl_session_proven") or diag($gh->{out});
-	bg_start($k, "SELECT 'check=' || zk_lock_check('Q')");
+	# In a transaction block, so that the answer is printed before any
+	# commit could report the loss.
+	bg_start($k, "BEGIN; SELECT 'check=' || zk_lock_check('Q')");
 	ok(gdb_stopped($gk), "K's zk_lock_check stopped in zkl_session_proven") or diag($gk->{out});
 
 	# The session expires at ZooKeeper while the worker is frozen, and is
