@@ -17,7 +17,9 @@ DATA_built = zklock--1.2.sql
 PGFILEDESC = "zklock - ZooKeeper distributed locks"
 
 SHLIB_LINK = -lzookeeper_mt -lpthread
-PG_CPPFLAGS = -I$(srcdir)/src
+# The module's version (PG_MODULE_MAGIC_EXT, 18) is the extension's.
+ZKLOCK_VERSION = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(srcdir)/zklock.control)
+PG_CPPFLAGS = -I$(srcdir)/src -DZKLOCK_VERSION='"$(ZKLOCK_VERSION)"'
 # An out-of-tree build (make VPATH=..., as Debian's pg_buildext does in
 # build-15/) writes the objects to src/ of the build directory: make it.
 ifdef VPATH
