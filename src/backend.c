@@ -663,7 +663,7 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 zkl_ms_until(usable ? proof_until : conn_deadline, GetCurrentTimestamp()),
-						 zkl_wait_event(ZKL_WAIT_SESSION));
+						 zkl_wait_event(usable ? ZKL_WAIT_WORKER : ZKL_WAIT_SESSION));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -906,7 +906,8 @@ zkl_await_grant(const char *name, const char *dir, int slotno, uint32 generation
 		rc = WaitLatch(MyLatch,
 					   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (wake ? WL_TIMEOUT : 0),
 					   wake ? zkl_ms_until(wake, now) : -1,
-					   zkl_wait_event(ZKL_WAIT_LOCK));
+					   zkl_wait_event(session == ZKL_SESSION_CONNECTED ?
+									  ZKL_WAIT_LOCK : ZKL_WAIT_SESSION));
 		if (rc & WL_LATCH_SET)
 			ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();

@@ -78,7 +78,8 @@
 typedef enum zkl_wait
 {
 	ZKL_WAIT_SESSION,			/* a backend waits for a ZooKeeper session */
-	ZKL_WAIT_LOCK,				/* a backend waits for the worker's answer */
+	ZKL_WAIT_LOCK,				/* a backend waits for a lock */
+	ZKL_WAIT_WORKER,			/* a backend waits for the worker's answer */
 	ZKL_WAIT_COMMIT,			/* a commit waits for the session's proof */
 	ZKL_WAIT_WORKER_MAIN,		/* the worker's main loop */
 	ZKL_WAIT_COUNT

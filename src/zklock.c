@@ -299,6 +299,7 @@ zkl_register_wait_events(void)
 	static const char *const names[ZKL_WAIT_COUNT] = {
 		[ZKL_WAIT_SESSION] = "ZklockSession",
 		[ZKL_WAIT_LOCK] = "ZklockAcquire",
+		[ZKL_WAIT_WORKER] = "ZklockWorker",
 		[ZKL_WAIT_COMMIT] = "ZklockCommit",
 		[ZKL_WAIT_WORKER_MAIN] = "ZklockWorkerMain",
 	};
