@@ -40,6 +40,7 @@
 
 #include "backend.h"
 #include "clock.h"
+#include "pg_compat.h"
 
 /* Hash key: 'x' or 's' for the mode, then the lock name. */
 #define ZKL_KEY_LEN		(ZKL_MAX_NAME_LEN + 2)
@@ -548,7 +549,7 @@ zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserv
 	slot->kind = ZKL_NODE_READ;
 	slot->sibling_slotno = -1;
 	slot->pid = MyProcPid;
-	slot->procno = MyProc->pgprocno;
+	slot->procno = ZKL_MY_PROCNO;
 	slot->dbid = MyDatabaseId;
 	slot->userid = GetUserId();
 	slot->encoding = GetDatabaseEncoding();
@@ -676,16 +677,16 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 zkl_ms_until(usable ? proof_until : conn_deadline, GetCurrentTimestamp()),
-						 PG_WAIT_EXTENSION);
+						 zkl_wait_event(usable ? ZKL_WAIT_WORKER : ZKL_WAIT_SESSION));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
 }
 
-static void zkl_report_failed(const char *name, const char *dir, int zk_rc) pg_attribute_noreturn();
-static void zkl_report_timeout(const char *name, int64 timeout_ms, bool connected,
-							   bool behind) pg_attribute_noreturn();
-static void zkl_report_no_session(const char *name, int64 try_wait_ms) pg_attribute_noreturn();
+pg_noreturn static void zkl_report_failed(const char *name, const char *dir, int zk_rc);
+pg_noreturn static void zkl_report_timeout(const char *name, int64 timeout_ms,
+										   bool connected, bool behind);
+pg_noreturn static void zkl_report_no_session(const char *name, int64 try_wait_ms);
 static void zkl_report_deadlock(const char *name, int slotno, uint32 generation,
 								const char *cycle);
 
@@ -919,7 +920,8 @@ zkl_await_grant(const char *name, const char *dir, int slotno, uint32 generation
 		rc = WaitLatch(MyLatch,
 					   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (wake ? WL_TIMEOUT : 0),
 					   wake ? zkl_ms_until(wake, now) : -1,
-					   PG_WAIT_EXTENSION);
+					   zkl_wait_event(session == ZKL_SESSION_CONNECTED ?
+									  ZKL_WAIT_LOCK : ZKL_WAIT_SESSION));
 		if (rc & WL_LATCH_SET)
 			ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
@@ -1449,7 +1451,7 @@ zkl_confirm_before_commit(void)
 		 */
 		(void) ConditionVariableTimedSleep(&zkl_shared->contact_cv,
 										   (long) Min(zkl_ms_left(deadline, zkl_now()), PG_INT32_MAX),
-										   PG_WAIT_EXTENSION);
+										   zkl_wait_event(ZKL_WAIT_COMMIT));
 	}
 	zkl_end_commit_wait();
 

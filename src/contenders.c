@@ -27,6 +27,7 @@
 
 #include "backend.h"
 #include "lock_rule.h"
+#include "pg_compat.h"
 
 static int
 zkl_cmp_contenders(const void *a, const void *b)
@@ -46,7 +47,7 @@ zkl_is_zklock_json(const char *data, int len)
 	if (len == 0 || data[0] != '{' || memchr(data, '\0', len) != NULL ||
 		strstr(data, "\"system_identifier\"") == NULL)
 		return false;
-	lex = makeJsonLexContextCstringLen((char *) data, len, GetDatabaseEncoding(), false);
+	lex = zkl_json_lexer(data, len, GetDatabaseEncoding());
 	return pg_parse_json(lex, &nullSemAction) == JSON_SUCCESS;
 }
 
@@ -151,10 +152,10 @@ zkl_json_fields(const char *data, int len, const char *const *keys, char **value
 	if (len == 0 || data[0] != '{' || memchr(data, '\0', len) != NULL)
 		return false;
 	/* The whole text is JSON first; escapes are not decoded (converted). */
-	lex = makeJsonLexContextCstringLen((char *) data, len, PG_UTF8, false);
+	lex = zkl_json_lexer(data, len, PG_UTF8);
 	if (pg_parse_json(lex, &nullSemAction) != JSON_SUCCESS)
 		return false;
-	lex = makeJsonLexContextCstringLen((char *) data, len, PG_UTF8, false);
+	lex = zkl_json_lexer(data, len, PG_UTF8);
 	while (json_lex(lex) == JSON_SUCCESS && lex->token_type != JSON_TOKEN_END)
 	{
 		const char *tok = lex->token_start;

@@ -35,6 +35,7 @@
 #include "heartbeat.h"
 #include "session_file.h"
 #include "worker.h"
+#include "pg_compat.h"
 
 zhandle_t  *zkl_zh = NULL;
 
@@ -708,7 +709,7 @@ zkl_worker_start(void)
 	zkl_recipe_init();
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zkl_shared->worker_procno = MyProc->pgprocno;
+	zkl_shared->worker_procno = ZKL_MY_PROCNO;
 	zkl_shared->worker_pid = MyProcPid;
 	LWLockRelease(zkl_shared->lock);
 	before_shmem_exit(zkl_worker_exit, 0);
@@ -716,7 +717,7 @@ zkl_worker_start(void)
 	/* Slots left by an earlier worker go on in the session it recorded. */
 	zkl_adopt_slots();
 
-	wes = CreateWaitEventSet(TopMemoryContext, 3);
+	wes = zkl_process_wait_event_set(3);
 	AddWaitEventToSet(wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 	AddWaitEventToSet(wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
 	AddWaitEventToSet(wes, WL_SOCKET_READABLE, event_fd, NULL, NULL);
@@ -781,7 +782,7 @@ zkl_worker_main(Datum arg)
 			break;
 
 		(void) WaitEventSetWait(wes, zkl_sleep_time(shutdown_deadline), events,
-								lengthof(events), PG_WAIT_EXTENSION);
+								lengthof(events), zkl_wait_event(ZKL_WAIT_WORKER_MAIN));
 		ResetLatch(MyLatch);
 	}
 

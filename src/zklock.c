@@ -16,10 +16,12 @@
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 #include "utils/guc.h"
+#include "utils/wait_event.h"
 
+#include "pg_compat.h"
 #include "zklock.h"
 
-PG_MODULE_MAGIC;
+ZKL_MODULE_MAGIC;
 
 char	   *zkl_hosts = NULL;
 char	   *zkl_root = NULL;
@@ -55,6 +57,8 @@ static const struct config_enum_entry zkl_layout_options[] = {
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static void zkl_register_wait_events(void);
 
 void		_PG_init(void);
 
@@ -143,6 +147,7 @@ zkl_shmem_startup_hook(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	zkl_shmem_startup();
+	zkl_register_wait_events();
 }
 
 /* The zklock.* settings (README, "Settings"). */
@@ -276,4 +281,49 @@ _PG_init(void)
 
 	zkl_register_worker();
 	zkl_backend_init();
+}
+
+/*
+ * The wait_event_info for what a zklock process waits for.  From 17 on,
+ * each has its own name, registered in shared memory when it is set up
+ * (zkl_register_wait_events), so that no wait, a commit's least of all,
+ * meets an error of the registration; processes forked from the postmaster
+ * inherit the numbers.  Before 17, all are "Extension".
+ */
+#if PG_VERSION_NUM >= 170000
+static uint32 zkl_wait_events[ZKL_WAIT_COUNT];
+
+static void
+zkl_register_wait_events(void)
+{
+	static const char *const names[ZKL_WAIT_COUNT] = {
+		[ZKL_WAIT_SESSION] = "ZklockSession",
+		[ZKL_WAIT_LOCK] = "ZklockAcquire",
+		[ZKL_WAIT_WORKER] = "ZklockWorker",
+		[ZKL_WAIT_COMMIT] = "ZklockCommit",
+		[ZKL_WAIT_WORKER_MAIN] = "ZklockWorkerMain",
+	};
+
+	for (int i = 0; i < ZKL_WAIT_COUNT; i++)
+		zkl_wait_events[i] = WaitEventExtensionNew(names[i]);
+}
+#else
+static void
+zkl_register_wait_events(void)
+{
+}
+#endif
+
+uint32
+zkl_wait_event(zkl_wait what)
+{
+#if PG_VERSION_NUM >= 170000
+	Assert(what >= 0 && what < ZKL_WAIT_COUNT);
+	/* A process not forked from the postmaster looks them up. */
+	if (zkl_wait_events[what] == 0)
+		zkl_register_wait_events();
+	return zkl_wait_events[what];
+#else
+	return PG_WAIT_EXTENSION;
+#endif
 }

@@ -10,8 +10,9 @@
 # (bench/profile.sh).  The integration tests drive the programs users run
 # around PostgreSQL: pgbouncer, pg_cron, alembic (with psycopg2), the
 # Prometheus exporter; debhelper and postgresql-server-dev-all build the
-# Debian package.  Idempotent: with everything
-# present it only checks, and never touches the network.
+# Debian package.  bison, flex, readline and zlib build PostgreSQL 18 from
+# source (test/pgcache.sh), which Debian 12 does not package.  Idempotent:
+# with everything present it only checks, and never touches the network.
 set -euo pipefail
 
 PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev zookeeper
@@ -19,7 +20,8 @@ PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev zookeeper
 	libcurator-recipes-java python3-kazoo gnuplot-nox gdb
 	pg-bsd-indent cppcheck linux-perf
 	pgbouncer postgresql-15-cron python3-alembic python3-psycopg2
-	prometheus-postgres-exporter debhelper dpkg-dev postgresql-server-dev-all)
+	prometheus-postgres-exporter debhelper dpkg-dev postgresql-server-dev-all
+	bison flex libreadline-dev zlib1g-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -54,24 +56,23 @@ if [ ${#missing[@]} -gt 0 ]; then
 	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
 fi
 
-# Builds and tests use PostgreSQL 15's pg_config explicitly; a pg_config
-# earlier on PATH from another major version would make a plain `make`
-# build against the wrong server headers.
+# Builds and tests use the pg_config they are given (PG_CONFIG, by default
+# Debian's 15) explicitly; a pg_config earlier on PATH from another major
+# would make a plain `make` build against the wrong server headers.
 PG15_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 [ -x "$PG15_CONFIG" ] || { echo "install-deps.sh: $PG15_CONFIG not found" >&2; exit 1; }
+WANT_CONFIG=${PG_CONFIG:-$PG15_CONFIG}
+WANT_BIN=$(dirname "$WANT_CONFIG")
 if ! command -v pg_config >/dev/null; then
-	echo "install-deps.sh: no pg_config on PATH; add /usr/lib/postgresql/15/bin to PATH" >&2
+	echo "install-deps.sh: no pg_config on PATH; add $WANT_BIN to PATH" >&2
 	exit 1
 fi
-case "$(pg_config --version)" in
-"PostgreSQL 15."*) ;;
-*)
+if [ "$(pg_config --version)" != "$("$WANT_CONFIG" --version)" ]; then
 	echo "install-deps.sh: pg_config on PATH ($(command -v pg_config)) is" \
-		"'$(pg_config --version)', not PostgreSQL 15;" \
-		"put /usr/lib/postgresql/15/bin first on PATH" >&2
+		"'$(pg_config --version)', not $("$WANT_CONFIG" --version);" \
+		"put $WANT_BIN first on PATH" >&2
 	exit 1
-	;;
-esac
+fi
 
 # Debian's auto-created cluster (15/main) is not used: the tests initdb
 # their own clusters on free loopback ports, and nothing here starts it.

@@ -25,7 +25,8 @@
 #  (4) A commit that must wait for fresh proof is woken by the answer: with
 #      the worker frozen (SIGSTOP, shorter than the session timeout) until
 #      the last proof has aged, a backend holding a transaction lock
-#      commits; pg_stat_activity shows it waiting (Extension/Extension), it
+#      commits; pg_stat_activity shows it waiting (Extension/ZklockCommit;
+#      Extension/Extension before PostgreSQL 17), it
 #      makes fewer than 20 voluntary context switches in 2 s of the wait
 #      (polling every 10 ms would make about 200), and after SIGCONT the
 #      commit succeeds and logs "zklock: commit waited N ms".
@@ -246,8 +247,9 @@ my $activity_sql = "SELECT wait_event_type || '/' || wait_event || '/' || state 
 my $seen = '';
 wait_until(sub { ($seen = $c->safe_psql('postgres', $activity_sql)) =~ m{^Extension/}; }, 10,
 	'the COMMIT to wait in pg_stat_activity');
-is($seen, 'Extension/Extension/active/COMMIT;',
-	'(4) pg_stat_activity shows the COMMIT waiting: wait_event_type Extension, wait_event Extension');
+my $commit_wait = zklock_wait_event($c, 'ZklockCommit');
+is($seen, "Extension/$commit_wait/active/COMMIT;",
+	"(4) pg_stat_activity shows the COMMIT waiting: wait_event_type Extension, wait_event $commit_wait");
 my $b0 = vcsw($h_pid);
 my $s0 = time;
 sleep($COMMIT_SAMPLE_S);
@@ -261,7 +263,7 @@ $frozen = undef;
 my $freeze = $t_cont - $t_stop;
 
 is($worker_state, 'T', sprintf('(4) the worker stayed frozen through the sample (%.1f s frozen in all)', $freeze));
-is($still, 'Extension/Extension/active/COMMIT;', '(4) the COMMIT was still waiting at the end of the sample');
+is($still, "Extension/$commit_wait/active/COMMIT;", '(4) the COMMIT was still waiting at the end of the sample');
 ok(defined $b0 && defined $b1, "(4) the committing backend's voluntary_ctxt_switches can be read");
 my $commit_switches = ($b1 // 0) - ($b0 // 0);
 cmp_ok($commit_switches, '<', $COMMIT_MAX_SWITCHES,

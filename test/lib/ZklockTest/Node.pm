@@ -29,7 +29,7 @@ our @EXPORT = qw(
   worker_pid worker_pid_os proc_state
   zk_status_of lock_state committed queue_waiter bg_start bg_collect waiter_grant held_znode diag_locks
   sqlstate_of sql_sqlstate bg_sqlstate
-  expect_in_log expect_crash_restart
+  expect_in_log expect_crash_restart zklock_wait_event
 );
 
 =head1 PostgreSQL nodes
@@ -42,16 +42,19 @@ A started PostgreSQL::Test::Cluster node with zklock preloaded, pointed at
 $zk, and C<CREATE EXTENSION zklock> done in database postgres.  Options:
 session_timeout (default '10s'), hosts (default $zk->{connect}), root,
 conf (extra postgresql.conf text or array ref of lines), start => 0 (only
-init and configure), extension => 0 (skip CREATE EXTENSION).
+init and configure), extension => 0 (skip CREATE EXTENSION), install_path
+(the PostgreSQL installation to run, default the suite's), init (a hash
+ref of options for init).
 
 =cut
 
 sub zklock_node
 {
 	my ($name, $zk, %opts) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $node = PostgreSQL::Test::Cluster->new($name,
+		defined $opts{install_path} ? (install_path => $opts{install_path}) : ());
 	push @nodes, $node;
-	$node->init;
+	$node->init(%{ $opts{init} // {} });
 
 	my $hosts = $opts{hosts} // $zk->{connect};
 	my $timeout = $opts{session_timeout} // '10s';
@@ -278,6 +281,12 @@ shows it; '' when it does not hold it.
 For a failed test: diag the children of each lock's directory in ZooKeeper
 and the zk_locks of each node, headed by $what.
 
+=item zklock_wait_event($node, $name)
+
+What pg_stat_activity.wait_event shows on $node for zklock's wait $name
+(ZklockAcquire, ZklockSession, ZklockCommit, ZklockWorkerMain): $name from
+PostgreSQL 17 on (custom wait events), 'Extension' before.
+
 =back
 
 =cut
@@ -295,6 +304,12 @@ sub lock_state
 	my ($node, $pid, $name) = @_;
 	return $node->safe_psql('postgres',
 		"SELECT coalesce((SELECT state FROM zk_locks WHERE pid = $pid AND name = '$name'), 'none')");
+}
+
+sub zklock_wait_event
+{
+	my ($node, $name) = @_;
+	return $node->pg_version >= 17 ? $name : 'Extension';
 }
 
 sub committed

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The whole suite on every PostgreSQL major this machine can test, one
+# after another (test/run_all.sh comes here when no PG_CONFIG is given):
+#
+#   15  Debian's packages: the whole suite, with the Debian package stage;
+#   18  built from Debian's source package into a cache outside the clone
+#       (test/pgcache.sh; the first time about 5 minutes on two cores): the
+#       whole suite, without the package stage (Debian 12 has no 18 to
+#       package for);
+#   17  Debian 13's server headers (its programs need a newer C library than
+#       Debian 12's): every source compiled, with -Wall -Wextra and no
+#       warning allowed.
+#
+# Prints a tally per major and, last, the total as "N passed, N failed, N
+# skipped"; the exit status is non-zero if anything failed on any major.
+# ZKLOCK_TAP and ZKLOCK_PACKAGE reach each run as they are.
+set -euo pipefail
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+TALLY=()
+TOTAL_P=0
+TOTAL_F=0
+TOTAL_S=0
+STATUS=0
+LOG=$(mktemp --tmpdir zklock-majors.XXXXXX)
+trap 'rm -f "$LOG"' EXIT
+
+say() { printf '\n######## %s ########\n' "$*"; }
+
+# tally LABEL P F S SECONDS
+tally() {
+	TALLY+=("$(printf '%-22s %s passed, %s failed, %s skipped (%d min %02d s)' \
+		"$1:" "$2" "$3" "$4" $(($5 / 60)) $(($5 % 60)))")
+	TOTAL_P=$((TOTAL_P + $2))
+	TOTAL_F=$((TOTAL_F + $3))
+	TOTAL_S=$((TOTAL_S + $4))
+	[ "$3" -eq 0 ] || STATUS=1
+}
+
+# suite LABEL PG_CONFIG: test/run_all.sh against that PostgreSQL; its tally
+# is its last "N passed, N failed, N skipped" line.
+suite() {
+	local label=$1 config=$2 rc=0 start=$SECONDS line p f s
+	say "PostgreSQL $label: $config"
+	: >"$LOG"
+	PG_CONFIG=$config bash "$TOP/test/run_all.sh" > >(tee -a "$LOG") 2>&1 || rc=$?
+	wait
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$LOG" | tail -n 1 || true)
+	if [ -n "$line" ]; then
+		read -r p _ f _ s _ <<<"${line//,/}"
+	else
+		p=0 f=0 s=0
+	fi
+	# A run that failed without counting a failure still failed.
+	[ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
+	tally "$label" "$p" "$f" "$s" $((SECONDS - start))
+}
+
+# compile_only LABEL INCLUDEDIR: every source of src/ compiled against the
+# server headers in INCLUDEDIR with the PGXS flags of 15 and -Wall -Wextra,
+# each warning an error; one test per file.
+compile_only() {
+	local label=$1 inc=$2 start=$SECONDS p=0 f=0 src work version
+	say "PostgreSQL $label: compile against $inc"
+	work=$(mktemp -d --tmpdir zklock-compile.XXXXXX)
+	# Debian 13's pg_config.h says the C library has strlcpy, which Debian
+	# 12's lacks: declare it, so that the only warning left is zklock's own.
+	printf '#include <stddef.h>\nextern size_t strlcpy(char *dst, const char *src, size_t siz);\n' \
+		>"$work/strlcpy.h"
+	version=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$TOP/zklock.control")
+	for src in "$TOP"/src/*.c; do
+		# shellcheck disable=SC2046 # pg_config's flags are words
+		if gcc $(/usr/lib/postgresql/15/bin/pg_config --cflags) -fPIC \
+			-Wall -Wextra -Wno-unused-parameter -Werror \
+			-include "$work/strlcpy.h" -DZKLOCK_VERSION="\"$version\"" -D_GNU_SOURCE \
+			-I"$TOP/src" -I"$inc" -I"$inc/../../internal" \
+			-c -o "$work/out.o" "$src"; then
+			echo "ok: ${src#"$TOP"/}"
+			p=$((p + 1))
+		else
+			echo "FAILED: ${src#"$TOP"/}"
+			f=$((f + 1))
+		fi
+	done
+	rm -rf "$work"
+	[ "$p" -gt 0 ] || f=$((f + 1))
+	tally "$label" "$p" "$f" 0 $((SECONDS - start))
+}
+
+start=$SECONDS
+bash "$TOP/test/install-deps.sh"
+
+suite 15 /usr/lib/postgresql/15/bin/pg_config
+
+say "PostgreSQL 18: the cached build (built now if missing)"
+t0=$SECONDS
+if pg18=$(bash "$TOP/test/pgcache.sh" 18); then
+	t0=$((SECONDS - t0))
+	if [ "$t0" -lt 60 ]; then
+		TALLY+=("$(printf '%-22s %s' '18 (build):' 'from the cache')")
+	else
+		TALLY+=("$(printf '%-22s built in %d min %02d s' '18 (build):' $((t0 / 60)) $((t0 % 60)))")
+	fi
+	suite 18 "$pg18"
+else
+	tally "18 (build)" 0 1 0 $((SECONDS - t0))
+fi
+
+if inc17=$(bash "$TOP/test/pgcache.sh" 17); then
+	compile_only "17 (compile only)" "$inc17"
+else
+	tally "17 (compile only)" 0 1 0 0
+fi
+
+say "summary per PostgreSQL major ($(($((SECONDS - start)) / 60)) min in all)"
+printf '%s\n' "${TALLY[@]}"
+echo "$TOTAL_P passed, $TOTAL_F failed, $TOTAL_S skipped"
+exit "$STATUS"

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The PostgreSQL majors that Debian 12 does not package, for the suite:
+#
+#   bash test/pgcache.sh 18   builds PostgreSQL 18 from Debian's postgresql-18
+#                             source package (upstream tarball), with TAP
+#                             support, and prints its pg_config;
+#   bash test/pgcache.sh 17   unpacks Debian 13's postgresql-server-dev-17
+#                             (headers and PGXS only: its programs need a
+#                             newer C library) and prints its include dir.
+#
+# Both live in a cache outside the clone (ZKLOCK_PG_CACHE, default
+# /var/cache/zklock as root, else ~/.cache/zklock) that later runs reuse:
+# with the cache complete this only prints, and never touches the network.
+# Packages come through a private sources list and private package lists
+# under the cache, never through the machine's own apt sources, whose
+# Debian mirror is only read to name the same mirror.  All the progress goes
+# to stderr; stdout has the one path.
+set -euo pipefail
+
+major=${1:?usage: pgcache.sh 17|18}
+if [ "$(id -u)" -eq 0 ]; then
+	CACHE=${ZKLOCK_PG_CACHE:-/var/cache/zklock}
+else
+	CACHE=${ZKLOCK_PG_CACHE:-$HOME/.cache/zklock}
+fi
+mkdir -p "$CACHE"
+CACHE=$(cd "$CACHE" && pwd)
+say() { echo "pgcache.sh: $*" >&2; }
+
+# One run at a time fills the cache; the others wait for it.
+exec 9>"$CACHE/.lock-$major"
+flock 9
+
+# The Debian mirror the machine uses (deb822 or one-line sources).
+mirror() {
+	local m
+	m=$(awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit } }' \
+		/etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+	[ -n "$m" ] || m=$(awk '$1 == "deb" && $0 !~ /security/ { for (i = 2; i <= NF; i++) if ($i ~ /:\/\//) { print $i; exit } }' \
+		/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true)
+	[ -n "$m" ] || { say "no Debian mirror in the machine's apt sources"; return 1; }
+	echo "${m%/}"
+}
+
+# private_apt NAME LINE: apt options for a private sources list holding LINE,
+# with its own package lists, updated once a day at most.
+APT=()
+private_apt() {
+	local name=$1 line=$2 dir=$CACHE/apt/$1
+	mkdir -p "$dir/lists/partial" "$dir/archives/partial"
+	echo "$line" >"$dir/sources.list"
+	APT=(-o "Dir::Etc::SourceList=$dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
+		-o "Dir::State::Lists=$dir/lists" -o "Dir::Cache::Archives=$dir/archives"
+		-o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=)
+	if [ -z "$(find "$dir/lists" -maxdepth 1 -name '*_InRelease' -mmin -1440 2>/dev/null)" ]; then
+		say "updating the private package lists ($name)"
+		apt-get "${APT[@]}" -q update >&2
+	fi
+}
+
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+
+build18() {
+	local prefix=$CACHE/pg18 src=$CACHE/pg18-src stamp tarball start=$SECONDS
+	stamp=$prefix/.zklock-complete
+	if [ -f "$stamp" ] && [ -x "$prefix/bin/pg_config" ]; then
+		echo "$prefix/bin/pg_config"
+		return 0
+	fi
+	private_apt unstable-src "deb-src [signed-by=$KEYRING] $(mirror) unstable main"
+	rm -rf "$src" "$prefix"
+	mkdir -p "$src"
+	say "downloading the postgresql-18 source package"
+	(cd "$src" && apt-get "${APT[@]}" -q source --download-only postgresql-18 >&2)
+	tarball=$(find "$src" -maxdepth 1 -name 'postgresql-18_*.orig.tar.*' | head -n 1)
+	[ -n "$tarball" ] || { say "no upstream tarball in the source package"; return 1; }
+	tar -C "$src" -xf "$tarball"
+	cd "$src"/postgresql-18*/
+	# Debian's own patches move files to its per-major layout; the upstream
+	# layout under one prefix is what a private installation wants.
+	say "building PostgreSQL 18 into $prefix (about 5 minutes on two cores; log: $src/build.log)"
+	{
+		./configure --prefix="$prefix" --enable-tap-tests --without-icu \
+			--with-zlib --with-readline CFLAGS='-O2 -g' &&
+			make -j"$(nproc)" &&
+			make install
+	} >"$src/build.log" 2>&1 || { tail -n 40 "$src/build.log" >&2; say "build failed"; return 1; }
+	# The tests run PostgreSQL as another user than root: all of it readable.
+	chmod -R a+rX "$prefix"
+	"$prefix/bin/pg_config" --version >"$stamp"
+	say "PostgreSQL 18 built in $((SECONDS - start)) s"
+	rm -rf "$src"
+	echo "$prefix/bin/pg_config"
+}
+
+headers17() {
+	local dir=$CACHE/pg17 stamp deb
+	stamp=$dir/.zklock-complete
+	if [ -f "$stamp" ]; then
+		echo "$dir/usr/include/postgresql/17/server"
+		return 0
+	fi
+	private_apt trixie "deb [signed-by=$KEYRING] $(mirror) trixie main"
+	rm -rf "$dir" "$CACHE/pg17-deb"
+	mkdir -p "$CACHE/pg17-deb"
+	say "downloading Debian 13's postgresql-server-dev-17 and libpq-dev"
+	(cd "$CACHE/pg17-deb" && apt-get "${APT[@]}" -q download postgresql-server-dev-17 libpq-dev >&2)
+	for deb in "$CACHE"/pg17-deb/*.deb; do
+		dpkg-deb -x "$deb" "$dir"
+	done
+	rm -rf "$CACHE/pg17-deb"
+	chmod -R a+rX "$dir"
+	touch "$stamp"
+	echo "$dir/usr/include/postgresql/17/server"
+}
+
+case "$major" in
+18) build18 ;;
+17) headers17 ;;
+*) say "unknown major $major (17 or 18)"; exit 2 ;;
+esac
