@@ -207,7 +207,7 @@ sub sum_counter
 
 	$sa->query_safe("BEGIN; SELECT zk_lock_acquire_xact('w')");
 	zk_create($zk, '/zklock/w/odd', '{"system_identifier":"1","pid":"\\u0000"}');
-	$sb->query_safe("SET deadlock_timeout = '100ms'");
+	$sb->query_safe("SET deadlock_timeout = '100ms'; SET lock_timeout = '30s'");
 	$sb->query_safe('BEGIN');
 	start_wait($sb, $b, 'w');
 	ok(wait_until(sub { zk_ls($zk, '/zklock/.waits') == 1 }, 30, 'the wait is published'),
