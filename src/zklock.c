@@ -31,6 +31,7 @@ char	   *zkl_auth = NULL;
 int			zkl_on_lock_lost = ZKL_ON_LOST_CANCEL;
 int			zkl_exclusive_layout_setting = ZKL_LAYOUT_MUTEX;
 int			zkl_max_hold_time = 0;
+int			zkl_max_hold_time_limit = 0;
 int			zkl_on_revoke_setting = ZKL_ON_REVOKE_IGNORE;
 
 static const struct config_enum_entry zkl_on_revoke_options[] = {
@@ -243,6 +244,20 @@ zkl_define_settings(void)
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
+	/*
+	 * The administrator's cap on zklock.max_hold_time (two settings, since a
+	 * session may lower its limit, which one superuser setting would not let
+	 * it): see zkl_hold_limit_ms.
+	 */
+	DefineCustomIntVariable("zklock.max_hold_time_limit",
+							"Longest time any backend may hold a ZooKeeper lock, whatever zklock.max_hold_time says; 0 means no cap.",
+							"Sessions may set a lower zklock.max_hold_time, not a higher one nor none.",
+							&zkl_max_hold_time_limit,
+							0, 0, INT_MAX,
+							PGC_SUSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
 	DefineCustomEnumVariable("zklock.on_revoke",
 							 "What a backend does when it is asked to give up a ZooKeeper lock it holds.",
 							 "\"ignore\" logs it and shows \"revoke requested\" in zk_locks; \"cancel\" gives the "
@@ -276,4 +291,17 @@ _PG_init(void)
 
 	zkl_register_worker();
 	zkl_backend_init();
+}
+
+/*
+ * The hold limit of a request made now: zklock.max_hold_time, bounded by
+ * the administrator's zklock.max_hold_time_limit (0 in either: none).
+ */
+int
+zkl_hold_limit_ms(void)
+{
+	if (zkl_max_hold_time_limit > 0 &&
+		(zkl_max_hold_time == 0 || zkl_max_hold_time > zkl_max_hold_time_limit))
+		return zkl_max_hold_time_limit;
+	return zkl_max_hold_time;
 }
