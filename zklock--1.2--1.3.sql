@@ -33,7 +33,7 @@ SELECT DISTINCT g.tgrelid::pg_catalog.regclass, t.resource, t.token, t.accepted_
    AND t.resource = pg_catalog.convert_from(
 			pg_catalog.substring(g.tgargs, 1, pg_catalog.position(g.tgargs, '\x00'::bytea) - 1),
 			pg_catalog.getdatabaseencoding())
- WHERE g.tgfoid = 'zk_fence_trigger()'::pg_catalog.regprocedure;
+ WHERE g.tgfoid = 'zk_fence_trigger()'::pg_catalog.regprocedure AND g.tgparentid = 0;
 
 ALTER TABLE zk_fence_tokens ADD COLUMN fencer regrole;
 ALTER TABLE zk_fence_tokens DROP CONSTRAINT zk_fence_tokens_pkey;

@@ -102,6 +102,21 @@ WHERE resource IN ('fence.small', 'fence.domain') ORDER BY 2;
 DROP TABLE fence_small;
 DROP DOMAIN fence_token;
 
+-- a partitioned table is one fence: a row routed to any partition is
+-- fenced with the whole table's
+CREATE TABLE fence_parts (id int, token bigint) PARTITION BY RANGE (id);
+CREATE TABLE fence_parts_1 PARTITION OF fence_parts FOR VALUES FROM (0) TO (10);
+CREATE TABLE fence_parts_2 PARTITION OF fence_parts FOR VALUES FROM (10) TO (20);
+CREATE TRIGGER fence_parts_fence BEFORE INSERT OR UPDATE ON fence_parts
+	FOR EACH ROW EXECUTE FUNCTION zk_fence_trigger('fence.parts', 'token');
+INSERT INTO fence_parts VALUES (1, 50);
+INSERT INTO fence_parts VALUES (11, 49);
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO fence_parts_2 VALUES (12, 49);
+\echo :LAST_ERROR_SQLSTATE
+SELECT fenced_table, resource, token FROM zk_fence_table_tokens WHERE resource = 'fence.parts';
+DROP TABLE fence_parts;
+
 -- misuse of the trigger function
 SELECT zk_fence_trigger();
 \echo :LAST_ERROR_SQLSTATE

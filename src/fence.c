@@ -49,6 +49,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/indexing.h"
+#include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
@@ -306,25 +307,36 @@ zkl_fence(zkl_fence_kind kind, text *resource, int64 token, Oid key)
 	if (kind != ZKL_FENCE_1_1)
 	{
 		bool		exempt;
+		Oid			owner = zkl_table_owner(plans->relid);
+		int			owner_context = sec_context | SECURITY_LOCAL_USERID_CHANGE |
+		SECURITY_RESTRICTED_OPERATION;
 
 		exempt = pg_class_aclcheck(plans->relid, caller, ACL_INSERT) == ACLCHECK_OK &&
 			pg_class_aclcheck(plans->relid, caller, ACL_UPDATE) == ACLCHECK_OK;
 
-		/* An error on the way restores the caller with the (sub)transaction. */
-		SetUserIdAndSecContext(zkl_table_owner(plans->relid),
-							   sec_context | SECURITY_LOCAL_USERID_CHANGE |
-							   SECURITY_RESTRICTED_OPERATION);
-		if (!exempt &&
-			(!zkl_fence_current(plans, values, &accepted) || token > accepted) &&
-			!zkl_fence_proven(resource, token))
-			ereport(ERROR,
-					(errcode(ERRCODE_ZKLOCK_UNPROVEN_TOKEN),
-					 errmsg("fencing token %lld is not a holder's of lock \"%s\"",
-							(long long) token, text_to_cstring(resource)),
-					 errdetail("Neither this session nor any ZooKeeper client holds lock \"%s\" with that token now.",
-							   text_to_cstring(resource)),
-					 errhint("Fence with the token the acquire of lock \"%s\" returned, while it is held.",
-							 text_to_cstring(resource))));
+		/*
+		 * The statements run as the owner, the proof as the caller (whose the
+		 * worker's inspection is).  An error on the way restores the caller
+		 * with the (sub)transaction.
+		 */
+		if (!exempt)
+		{
+			bool		known;
+
+			SetUserIdAndSecContext(owner, owner_context);
+			known = zkl_fence_current(plans, values, &accepted);
+			SetUserIdAndSecContext(caller, sec_context);
+			if ((!known || token > accepted) && !zkl_fence_proven(resource, token))
+				ereport(ERROR,
+						(errcode(ERRCODE_ZKLOCK_UNPROVEN_TOKEN),
+						 errmsg("fencing token %lld is not a holder's of lock \"%s\"",
+								(long long) token, text_to_cstring(resource)),
+						 errdetail("Neither this session nor any ZooKeeper client holds lock \"%s\" with that token now.",
+								   text_to_cstring(resource)),
+						 errhint("Fence with the token the acquire of lock \"%s\" returned, while it is held.",
+								 text_to_cstring(resource))));
+		}
+		SetUserIdAndSecContext(owner, owner_context);
 	}
 
 	rc = SPI_execute_plan(plans->upsert, values, NULL, false, 0);
@@ -411,6 +423,7 @@ zkl_fence_row(FunctionCallInfo fcinfo, zkl_fence_kind kind)
 	Datum		value;
 	bool		isnull;
 	int64		token;
+	Oid			relid;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -473,7 +486,15 @@ zkl_fence_row(FunctionCallInfo fcinfo, zkl_fence_kind kind)
 	else
 		token = DatumGetInt16(value);
 
-	zkl_fence(kind, cstring_to_text(trigger->tgargs[0]), token, RelationGetRelid(rel));
+	/*
+	 * A partition's rows are fenced with its whole tree's (the trigger of a
+	 * partitioned table fires on the partition the row goes to).
+	 */
+	relid = RelationGetRelid(rel);
+	if (kind == ZKL_FENCE_TABLE && rel->rd_rel->relispartition)
+		relid = llast_oid(get_partition_ancestors(relid));
+
+	zkl_fence(kind, cstring_to_text(trigger->tgargs[0]), token, relid);
 
 	return PointerGetDatum(newtuple);
 }
