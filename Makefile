@@ -8,12 +8,13 @@ OBJS = src/zklock.o src/shmem.o src/encode.o src/worker.o src/requests.o src/ses
 EXTENSION = zklock
 # The first version's script and every update after it, in order; the
 # versions before the newest are reached only through the updates.
-UPDATES = zklock--1.0--1.1.sql zklock--1.1--1.2.sql
+UPDATES = zklock--1.0--1.1.sql zklock--1.1--1.2.sql zklock--1.2--1.3.sql
 DATA = zklock--1.0.sql $(UPDATES)
 # The full script of the newest version (zklock.control's default_version)
 # is the first one plus every update, so that a fresh install and an
-# updated one cannot differ.
-DATA_built = zklock--1.2.sql
+# updated one cannot differ.  Each piece's psql guard (\echo ... \quit) is
+# dropped and the whole gets one of its own, as every script that ships has.
+DATA_built = zklock--1.3.sql
 PGFILEDESC = "zklock - ZooKeeper distributed locks"
 
 SHLIB_LINK = -lzookeeper_mt -lpthread
@@ -40,6 +41,7 @@ include $(PGXS)
 
 $(DATA_built): zklock--1.0.sql $(UPDATES)
 	{ echo '/* $@: SQL objects of the zklock extension (built from zklock--1.0.sql and the upgrade scripts) */'; \
+	  echo; printf '%s\n' '\echo Use "CREATE EXTENSION zklock" to load this file. \quit'; \
 	  for f in $^; do echo; sed -e '1{/^\/\*/d}' -e '/^\\echo /d' "$$f"; done; } | cat -s > $@
 
 # PGXS tracks no header dependencies: a changed struct must rebuild every

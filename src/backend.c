@@ -458,7 +458,7 @@ zkl_report_if_lost(zkl_local_lock *lock)
 			 reason == ZKL_TAKE_REVOKED ?
 			 errdetail("Its holder was asked to give it up (zk_lock_revoke), and zklock.on_revoke is \"cancel\".") :
 			 reason == ZKL_TAKE_HOLD_LIMIT ?
-			 errdetail("It was held longer than zklock.max_hold_time (%d ms) and given up.", max_hold_ms) :
+			 errdetail("It was held longer than its limit, %d ms (zklock.max_hold_time, within zklock.max_hold_time_limit), and given up.", max_hold_ms) :
 			 errdetail("Its ZooKeeper node vanished while this session held it: the session expired or the node was deleted."),
 			 errhint("Another client may have taken the lock; redo the work under a new lock.")));
 }
@@ -513,6 +513,14 @@ zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserv
 	zkl_slot   *slot;
 	int			slotno;
 
+	/* Nothing is cut to fit a slot (ZKL_MAX_DIR_LEN leaves the room). */
+	if (strlen(name) >= sizeof(slot->name) || strlen(dir) >= sizeof(slot->dir))
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("ZooKeeper path \"%s\" is too long", dir),
+				 errdetail("A lock's directory may have at most %d bytes.",
+						   (int) sizeof(slot->dir) - 1)));
+
 	/*
 	 * From the moment a slot is posted this backend must give it back on
 	 * every way out: the exit hook and the transaction callbacks need the
@@ -541,7 +549,7 @@ zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserv
 	slot->inspect = false;
 	slot->op = ZKL_OP_LOCK;
 	slot->permits = 0;
-	slot->max_hold_ms = zkl_max_hold_time;
+	slot->max_hold_ms = zkl_hold_limit_ms();
 	slot->on_revoke = zkl_on_revoke_setting;
 	slot->revoke_requested = false;
 	slot->take_reason = ZKL_TAKE_NONE;

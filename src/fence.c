@@ -6,28 +6,40 @@
  *		token older than the newest one accepted for the resource in this
  *		database.
  *
- * The newest token of each resource is one row of the extension's table
- * zk_fence_tokens.  One statement checks a token and records it:
+ * The newest token of each fence is one row of a table of the extension.
+ * A fence is one resource (any text; the name of the lock its writers take)
+ * of one role for zk_fence (zk_fence_tokens, keyed on the calling role and
+ * the resource) and of one table for the trigger (zk_fence_table_tokens,
+ * keyed on the trigger's table and the resource), so that no role reaches
+ * a fence of another role or of a table it cannot write.  (1.1 and 1.2 had
+ * one namespace, zk_fence_tokens keyed on the resource alone; their
+ * functions still work that way in a database not updated.)  One statement
+ * checks a token and records it:
  *
- *		INSERT ... ON CONFLICT (resource) DO UPDATE ...
+ *		INSERT ... ON CONFLICT (key, resource) DO UPDATE ...
  *			WHERE t.token <= EXCLUDED.token
  *
  * A resource seen for the first time is inserted; a known one is updated
  * when the token is not older (an equal token is the same holder writing
  * again).  ON CONFLICT locks the existing row even when the WHERE clause
  * fails, and a concurrent first insert of the same resource waits for the
- * other inserter, so the callers of one resource are serialised until their
+ * other inserter, so the callers of one fence are serialised until their
  * transactions end: a second caller waits for the first one's commit or
  * rollback, then compares its token with what the first one left.  When the
  * statement wrote nothing the token was older; the row, locked by us and
  * so stable, gives the token it lost to.  A refusal is an error, so the
  * caller's write is never made.
  *
- * Both functions are SECURITY DEFINER: their callers need EXECUTE, no right
- * on the table.  The extension is relocatable, so the table is named by the
- * schema the catalogs give the extension now, never through search_path;
- * the two statements are prepared once per session and again when that
- * schema is moved or renamed.
+ * From 1.3 a token advances a fence only when it is proven a holder's of
+ * the lock named by the resource (zkl_fence_proven): no role can push a
+ * fence beyond what its writers' next lock will give them.
+ *
+ * Callers need EXECUTE, no right on the tables: the statements run as the
+ * tables' owner (1.1 and 1.2: SECURITY DEFINER; from 1.3 the C code
+ * switches, so that it knows its caller).  The extension is relocatable,
+ * so the tables are named by the schema the catalogs give the extension
+ * now, never through search_path; the statements are prepared once per
+ * session and again when that schema is moved or renamed.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,30 +49,64 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/indexing.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "backend.h"
 
 /* A fencing token older than one already accepted for its resource. */
 #define ERRCODE_ZKLOCK_STALE_TOKEN	MAKE_SQLSTATE('Z','K','0','0','3')
+/* A token that would advance a fence and is no holder's of its lock. */
+#define ERRCODE_ZKLOCK_UNPROVEN_TOKEN	MAKE_SQLSTATE('Z','K','0','0','4')
 
 PG_FUNCTION_INFO_V1(zk_fence);
 PG_FUNCTION_INFO_V1(zk_fence_trigger);
+PG_FUNCTION_INFO_V1(zk_fence_1_3);
+PG_FUNCTION_INFO_V1(zk_fence_trigger_1_3);
 
 /*
- * The session's prepared statements and the schema-qualified table name
- * they were made for ("schema".zk_fence_tokens, in TopMemoryContext).
+ * Where the tokens of a fence live (zklock 1.3).  ZKL_FENCE_1_1 is the one
+ * namespace of 1.1 and 1.2, kept for a database not yet updated: its
+ * functions run as the extension's owner (SECURITY DEFINER) and accept any
+ * token.  From 1.3 zk_fence keys its rows on the calling role as well, the
+ * trigger on its table, in a table of its own, so that neither can reach
+ * the other's rows nor another role's.
  */
-static char *fence_table = NULL;
-static SPIPlanPtr fence_upsert = NULL;
-static SPIPlanPtr fence_current = NULL;
+typedef enum zkl_fence_kind
+{
+	ZKL_FENCE_1_1,				/* zk_fence_tokens (resource) */
+	ZKL_FENCE_ROLE,				/* zk_fence_tokens (fencer, resource) */
+	ZKL_FENCE_TABLE,			/* zk_fence_table_tokens (fenced_table,
+								 * resource) */
+	ZKL_FENCE_KINDS
+}			zkl_fence_kind;
+
+/*
+ * The session's prepared statements of each kind and the schema-qualified
+ * table name they were made for (in TopMemoryContext).
+ */
+typedef struct zkl_fence_plans
+{
+	char	   *table;
+	Oid			relid;
+	SPIPlanPtr	upsert;
+	SPIPlanPtr	current;
+}			zkl_fence_plans;
+
+static zkl_fence_plans fence_plans[ZKL_FENCE_KINDS];
 
 /*
  * The schema of the zklock extension, as pg_extension says now.
@@ -93,42 +139,62 @@ zkl_extension_schema(void)
 }
 
 /*
- * Make sure the statements are prepared for the table where it is now.
- * Runs inside SPI_connect().
+ * Make sure the statements of kind are prepared for its table where it is
+ * now; the plans.  Runs inside SPI_connect().
  */
-static void
-zkl_fence_prepare(void)
+static zkl_fence_plans *
+zkl_fence_prepare(zkl_fence_kind kind)
 {
+	zkl_fence_plans *plans = &fence_plans[kind];
+	const char *relname = kind == ZKL_FENCE_TABLE ? "zk_fence_table_tokens" : "zk_fence_tokens";
+	const char *keycol = kind == ZKL_FENCE_ROLE ? "fencer" :
+	kind == ZKL_FENCE_TABLE ? "fenced_table" : NULL;
+	Oid			nsp;
+	Oid			relid;
 	char	   *nspname;
 	char	   *table;
 	StringInfoData sql;
-	Oid			argtypes[2] = {TEXTOID, INT8OID};
+	Oid			argtypes[3] = {TEXTOID, INT8OID,
+	kind == ZKL_FENCE_TABLE ? REGCLASSOID : REGROLEOID};
+	int			nargs = keycol != NULL ? 3 : 2;
 	SPIPlanPtr	upsert;
 	SPIPlanPtr	current;
 
-	nspname = get_namespace_name(zkl_extension_schema());
-	if (nspname == NULL)
-		elog(ERROR, "schema of extension \"zklock\" not found");
-	table = psprintf("%s.zk_fence_tokens", quote_identifier(nspname));
-	if (fence_table != NULL && strcmp(fence_table, table) == 0)
-		return;
+	nsp = zkl_extension_schema();
+	nspname = get_namespace_name(nsp);
+	relid = get_relname_relid(relname, nsp);
+	if (nspname == NULL || !OidIsValid(relid))
+		elog(ERROR, "table \"%s\" of extension \"zklock\" not found", relname);
+	table = psprintf("%s.%s", quote_identifier(nspname), relname);
+	if (plans->table != NULL && strcmp(plans->table, table) == 0 &&
+		plans->relid == relid)
+		return plans;
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql,
-					 "INSERT INTO %s AS t (resource, token, accepted_at) "
-					 "VALUES ($1, $2, now()) "
-					 "ON CONFLICT (resource) DO UPDATE "
-					 "SET token = EXCLUDED.token, accepted_at = EXCLUDED.accepted_at "
-					 "WHERE t.token <= EXCLUDED.token",
-					 table);
-	upsert = SPI_prepare(sql.data, 2, argtypes);
+	if (keycol == NULL)
+		appendStringInfo(&sql,
+						 "INSERT INTO %s AS t (resource, token, accepted_at) "
+						 "VALUES ($1, $2, now()) "
+						 "ON CONFLICT (resource) DO UPDATE ", table);
+	else
+		appendStringInfo(&sql,
+						 "INSERT INTO %s AS t (%s, resource, token, accepted_at) "
+						 "VALUES ($3, $1, $2, now()) "
+						 "ON CONFLICT (%s, resource) DO UPDATE ",
+						 table, keycol, keycol);
+	appendStringInfoString(&sql,
+						   "SET token = EXCLUDED.token, accepted_at = EXCLUDED.accepted_at "
+						   "WHERE t.token <= EXCLUDED.token");
+	upsert = SPI_prepare(sql.data, nargs, argtypes);
 	if (upsert == NULL)
 		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
 			 sql.data, SPI_result_code_string(SPI_result));
 
 	resetStringInfo(&sql);
 	appendStringInfo(&sql, "SELECT token FROM %s WHERE resource = $1", table);
-	current = SPI_prepare(sql.data, 1, argtypes);
+	if (keycol != NULL)
+		appendStringInfo(&sql, " AND %s = $3", keycol);
+	current = SPI_prepare(sql.data, nargs, argtypes);
 	if (current == NULL)
 		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
 			 sql.data, SPI_result_code_string(SPI_result));
@@ -136,56 +202,154 @@ zkl_fence_prepare(void)
 	/* Both made: only now replace what the session kept. */
 	if (SPI_keepplan(upsert) != 0 || SPI_keepplan(current) != 0)
 		elog(ERROR, "SPI_keepplan failed");
-	if (fence_upsert != NULL)
-		SPI_freeplan(fence_upsert);
-	if (fence_current != NULL)
-		SPI_freeplan(fence_current);
-	if (fence_table != NULL)
-		pfree(fence_table);
-	fence_upsert = upsert;
-	fence_current = current;
-	fence_table = MemoryContextStrdup(TopMemoryContext, table);
+	if (plans->upsert != NULL)
+		SPI_freeplan(plans->upsert);
+	if (plans->current != NULL)
+		SPI_freeplan(plans->current);
+	if (plans->table != NULL)
+		pfree(plans->table);
+	plans->upsert = upsert;
+	plans->current = current;
+	plans->table = MemoryContextStrdup(TopMemoryContext, table);
+	plans->relid = relid;
+	return plans;
 }
 
 /*
- * Accept token for resource, or raise ZK003 when a newer token was
- * accepted before.  The caller has checked both for NULL.
+ * The token the fence of values (resource, token, key) has accepted, read
+ * with a new snapshot: under READ COMMITTED the statement's snapshot may
+ * predate the commit that wrote it.  False when it has none.
+ */
+static bool
+zkl_fence_current(zkl_fence_plans * plans, Datum *values, int64 *accepted)
+{
+	int			rc;
+	bool		isnull;
+
+	rc = SPI_execute_plan(plans->current, values, NULL, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading the accepted fencing token failed: %s",
+			 SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		return false;
+	*accepted = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											SPI_tuptable->tupdesc, 1,
+											&isnull));
+	return true;
+}
+
+/* The owner of a fencing table, who may write it. */
+static Oid
+zkl_table_owner(Oid relid)
+{
+	HeapTuple	tuple;
+	Oid			owner;
+
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	return owner;
+}
+
+/*
+ * Whether token is a holder's of lock resource now: this session's own
+ * hold, or any client's by ZooKeeper's word (as zk_lock_verify asks).  A
+ * proven token is a czxid ZooKeeper gave, so never one above the newest
+ * zxid of the ensemble.
+ */
+static bool
+zkl_fence_proven(text *resource, int64 token)
+{
+	int64		held;
+
+	if (zkl_held_token(resource, &held) && held == token)
+		return true;
+	return zkl_verify_token(resource, token);
+}
+
+/*
+ * Accept token for resource in the fence of kind (key: the role or the
+ * table of the 1.3 kinds), or raise ZK003 when a newer token was accepted
+ * before, or, from 1.3, ZK004 when the token would advance the fence and
+ * is no holder's of lock resource.  The caller has checked both for NULL.
+ *
+ * From 1.3 the functions run as their caller (SECURITY INVOKER), so that
+ * the caller is known here; the statements run as the owner of the
+ * fencing table, the only role besides superusers that may write it.  A
+ * caller that may write the table directly (insert and update it) needs
+ * no proof, as it could write any token by hand: a superuser repairing or
+ * restoring a fence.  The proof is asked only when the token would advance
+ * the fence: an equal token is the same holder's again, an older one is
+ * refused, and since a fence only ever grows, the upsert that follows
+ * refuses what became older meanwhile.
  */
 static void
-zkl_fence(text *resource, int64 token)
+zkl_fence(zkl_fence_kind kind, text *resource, int64 token, Oid key)
 {
-	Datum		values[2];
+	Datum		values[3];
 	int			rc;
+	zkl_fence_plans *plans;
+	Oid			caller;
+	int			sec_context;
+	int64		accepted;
 
 	values[0] = PointerGetDatum(resource);
 	values[1] = Int64GetDatum(token);
+	values[2] = ObjectIdGetDatum(key);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	zkl_fence_prepare();
+	plans = zkl_fence_prepare(kind);
 
-	rc = SPI_execute_plan(fence_upsert, values, NULL, false, 0);
+	GetUserIdAndSecContext(&caller, &sec_context);
+	if (kind != ZKL_FENCE_1_1)
+	{
+		bool		exempt;
+		Oid			owner = zkl_table_owner(plans->relid);
+		int			owner_context = sec_context | SECURITY_LOCAL_USERID_CHANGE |
+		SECURITY_RESTRICTED_OPERATION;
+
+		exempt = pg_class_aclcheck(plans->relid, caller, ACL_INSERT) == ACLCHECK_OK &&
+			pg_class_aclcheck(plans->relid, caller, ACL_UPDATE) == ACLCHECK_OK;
+
+		/*
+		 * The statements run as the owner, the proof as the caller (whose the
+		 * worker's inspection is).  An error on the way restores the caller
+		 * with the (sub)transaction.
+		 */
+		if (!exempt)
+		{
+			bool		known;
+
+			SetUserIdAndSecContext(owner, owner_context);
+			known = zkl_fence_current(plans, values, &accepted);
+			SetUserIdAndSecContext(caller, sec_context);
+			if ((!known || token > accepted) && !zkl_fence_proven(resource, token))
+				ereport(ERROR,
+						(errcode(ERRCODE_ZKLOCK_UNPROVEN_TOKEN),
+						 errmsg("fencing token %lld is not a holder's of lock \"%s\"",
+								(long long) token, text_to_cstring(resource)),
+						 errdetail("Neither this session nor any ZooKeeper client holds lock \"%s\" with that token now.",
+								   text_to_cstring(resource)),
+						 errhint("Fence with the token the acquire of lock \"%s\" returned, while it is held.",
+								 text_to_cstring(resource))));
+		}
+		SetUserIdAndSecContext(owner, owner_context);
+	}
+
+	rc = SPI_execute_plan(plans->upsert, values, NULL, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "recording the fencing token failed: %s",
 			 SPI_result_code_string(rc));
 
 	if (SPI_processed == 0)
 	{
-		/*
-		 * Refused.  The row is locked by us, its token newer; read it with a
-		 * new snapshot (not read-only): under READ COMMITTED the statement's
-		 * snapshot may predate the commit that wrote it.
-		 */
-		int64		accepted;
-		bool		isnull;
-
-		rc = SPI_execute_plan(fence_current, values, NULL, false, 1);
-		if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		/* Refused.  The row is locked by us, its token newer. */
+		if (!zkl_fence_current(plans, values, &accepted))
 			elog(ERROR, "the accepted fencing token of resource \"%s\" could not be read",
 				 text_to_cstring(resource));
-		accepted = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-											   SPI_tuptable->tupdesc, 1,
-											   &isnull));
 		ereport(ERROR,
 				(errcode(ERRCODE_ZKLOCK_STALE_TOKEN),
 				 errmsg("stale fencing token for resource \"%s\"",
@@ -196,11 +360,13 @@ zkl_fence(text *resource, int64 token)
 						 "take the lock again for a new token.")));
 	}
 
+	SetUserIdAndSecContext(caller, sec_context);
 	SPI_finish();
 }
 
-Datum
-zk_fence(PG_FUNCTION_ARGS)
+/* The arguments of zk_fence, checked for NULL. */
+static void
+zkl_fence_args(FunctionCallInfo fcinfo, text **resource, int64 *token)
 {
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -210,8 +376,31 @@ zk_fence(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("fencing token must not be null")));
+	*resource = PG_GETARG_TEXT_PP(0);
+	*token = PG_GETARG_INT64(1);
+}
 
-	zkl_fence(PG_GETARG_TEXT_PP(0), PG_GETARG_INT64(1));
+/* zk_fence of 1.1 and 1.2 */
+Datum
+zk_fence(PG_FUNCTION_ARGS)
+{
+	text	   *resource;
+	int64		token;
+
+	zkl_fence_args(fcinfo, &resource, &token);
+	zkl_fence(ZKL_FENCE_1_1, resource, token, InvalidOid);
+	PG_RETURN_VOID();
+}
+
+/* zk_fence from 1.3: the caller's own fence of resource, advanced by proof */
+Datum
+zk_fence_1_3(PG_FUNCTION_ARGS)
+{
+	text	   *resource;
+	int64		token;
+
+	zkl_fence_args(fcinfo, &resource, &token);
+	zkl_fence(ZKL_FENCE_ROLE, resource, token, GetUserId());
 	PG_RETURN_VOID();
 }
 
@@ -220,8 +409,8 @@ zk_fence(PG_FUNCTION_ARGS)
  * EXECUTE FUNCTION zk_fence_trigger('resource', 'token_column'):
  * fences each new row version with the token in its column.
  */
-Datum
-zk_fence_trigger(PG_FUNCTION_ARGS)
+static Datum
+zkl_fence_row(FunctionCallInfo fcinfo, zkl_fence_kind kind)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	Trigger    *trigger;
@@ -234,6 +423,7 @@ zk_fence_trigger(PG_FUNCTION_ARGS)
 	Datum		value;
 	bool		isnull;
 	int64		token;
+	Oid			relid;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -296,7 +486,32 @@ zk_fence_trigger(PG_FUNCTION_ARGS)
 	else
 		token = DatumGetInt16(value);
 
-	zkl_fence(cstring_to_text(trigger->tgargs[0]), token);
+	/*
+	 * A partition's rows are fenced with its whole tree's (the trigger of a
+	 * partitioned table fires on the partition the row goes to).
+	 */
+	relid = RelationGetRelid(rel);
+	if (kind == ZKL_FENCE_TABLE && rel->rd_rel->relispartition)
+		relid = llast_oid(get_partition_ancestors(relid));
+
+	zkl_fence(kind, cstring_to_text(trigger->tgargs[0]), token, relid);
 
 	return PointerGetDatum(newtuple);
+}
+
+/* zk_fence_trigger of 1.1 and 1.2 */
+Datum
+zk_fence_trigger(PG_FUNCTION_ARGS)
+{
+	return zkl_fence_row(fcinfo, ZKL_FENCE_1_1);
+}
+
+/*
+ * zk_fence_trigger from 1.3: the fence of resource that belongs to the
+ * trigger's table, advanced by proof.
+ */
+Datum
+zk_fence_trigger_1_3(PG_FUNCTION_ARGS)
+{
+	return zkl_fence_row(fcinfo, ZKL_FENCE_TABLE);
 }

@@ -15,6 +15,7 @@
 #include "common/jsonapi.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
+#include "utils/wait_event.h"
 
 /*
  * 18 writes pg_noreturn before a declaration and has no
@@ -67,6 +68,15 @@
 	PG_MODULE_MAGIC_EXT(.name = "zklock", .version = ZKLOCK_VERSION)
 #else
 #define ZKL_MODULE_MAGIC PG_MODULE_MAGIC
+#endif
+
+/*
+ * Custom wait events came in 17; before, every wait of an extension is
+ * "Extension", whatever its name.
+ */
+#if PG_VERSION_NUM < 170000
+#define WaitEventExtensionNew(wait_event_name) \
+	((void) (wait_event_name), (uint32) PG_WAIT_EXTENSION)
 #endif
 
 /*

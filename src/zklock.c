@@ -33,6 +33,7 @@ char	   *zkl_auth = NULL;
 int			zkl_on_lock_lost = ZKL_ON_LOST_CANCEL;
 int			zkl_exclusive_layout_setting = ZKL_LAYOUT_MUTEX;
 int			zkl_max_hold_time = 0;
+int			zkl_max_hold_time_limit = 0;
 int			zkl_on_revoke_setting = ZKL_ON_REVOKE_IGNORE;
 
 static const struct config_enum_entry zkl_on_revoke_options[] = {
@@ -248,6 +249,20 @@ zkl_define_settings(void)
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
+	/*
+	 * The administrator's cap on zklock.max_hold_time (two settings, since a
+	 * session may lower its limit, which one superuser setting would not let
+	 * it): see zkl_hold_limit_ms.
+	 */
+	DefineCustomIntVariable("zklock.max_hold_time_limit",
+							"Longest time any backend may hold a ZooKeeper lock, whatever zklock.max_hold_time says; 0 means no cap.",
+							"Sessions may set a lower zklock.max_hold_time, not a higher one nor none.",
+							&zkl_max_hold_time_limit,
+							0, 0, INT_MAX,
+							PGC_SUSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
 	DefineCustomEnumVariable("zklock.on_revoke",
 							 "What a backend does when it is asked to give up a ZooKeeper lock it holds.",
 							 "\"ignore\" logs it and shows \"revoke requested\" in zk_locks; \"cancel\" gives the "
@@ -288,9 +303,8 @@ _PG_init(void)
  * each has its own name, registered in shared memory when it is set up
  * (zkl_register_wait_events), so that no wait, a commit's least of all,
  * meets an error of the registration; processes forked from the postmaster
- * inherit the numbers.  Before 17, all are "Extension".
+ * inherit the numbers.  Before 17, all are "Extension" (pg_compat.h).
  */
-#if PG_VERSION_NUM >= 170000
 static uint32 zkl_wait_events[ZKL_WAIT_COUNT];
 
 static void
@@ -307,23 +321,26 @@ zkl_register_wait_events(void)
 	for (int i = 0; i < ZKL_WAIT_COUNT; i++)
 		zkl_wait_events[i] = WaitEventExtensionNew(names[i]);
 }
-#else
-static void
-zkl_register_wait_events(void)
-{
-}
-#endif
 
 uint32
 zkl_wait_event(zkl_wait what)
 {
-#if PG_VERSION_NUM >= 170000
 	Assert(what >= 0 && what < ZKL_WAIT_COUNT);
 	/* A process not forked from the postmaster looks them up. */
 	if (zkl_wait_events[what] == 0)
 		zkl_register_wait_events();
 	return zkl_wait_events[what];
-#else
-	return PG_WAIT_EXTENSION;
-#endif
+}
+
+/*
+ * The hold limit of a request made now: zklock.max_hold_time, bounded by
+ * the administrator's zklock.max_hold_time_limit (0 in either: none).
+ */
+int
+zkl_hold_limit_ms(void)
+{
+	if (zkl_max_hold_time_limit > 0 &&
+		(zkl_max_hold_time == 0 || zkl_max_hold_time > zkl_max_hold_time_limit))
+		return zkl_max_hold_time_limit;
+	return zkl_max_hold_time;
 }

@@ -18,10 +18,15 @@
 #include "storage/condition_variable.h"
 #include "storage/lwlock.h"
 
-/* Lock names are at most this many bytes; encoded, at most three times that. */
+/*
+ * Lock names are at most this many bytes; encoded, at most three times that.
+ * A directory is "<root>/<encoded name>", and a semaphore's slot holds its
+ * "/locks" or "/leases" below that: room for the longest root, name and
+ * suffix, so that no path a slot holds is ever cut.
+ */
 #define ZKL_MAX_NAME_LEN	255
 #define ZKL_MAX_ROOT_LEN	255
-#define ZKL_MAX_DIR_LEN		(ZKL_MAX_ROOT_LEN + 1 + 3 * ZKL_MAX_NAME_LEN + 1)
+#define ZKL_MAX_DIR_LEN		(ZKL_MAX_ROOT_LEN + 1 + 3 * ZKL_MAX_NAME_LEN + sizeof("/leases"))
 #define ZKL_MAX_NODE_LEN	96	/* "_c_<uuid>-lock-<seq>" and peers' layouts */
 #define ZKL_MAX_DATA_LEN	768 /* JSON description of the holder */
 #define ZKL_UUID_LEN		36
@@ -268,6 +273,8 @@ extern char *zkl_auth;
 extern int	zkl_on_lock_lost;
 extern int	zkl_exclusive_layout_setting;
 extern int	zkl_max_hold_time;
+extern int	zkl_max_hold_time_limit;
+extern int	zkl_hold_limit_ms(void);
 extern int	zkl_on_revoke_setting;
 
 /* shmem.c */

@@ -43,10 +43,12 @@ use ZklockTest::Poll;
 use ZklockTest::ZooKeeper;
 use ZklockTest::Node;
 use ZklockTest::Peer;
+use ZklockTest::Roles;
 
 our @EXPORT = (
 	@ZklockTest::ZooKeeper::EXPORT, @ZklockTest::Node::EXPORT,
 	@ZklockTest::Peer::EXPORT,      @ZklockTest::Poll::EXPORT,
+	@ZklockTest::Roles::EXPORT,
 );
 
 1;

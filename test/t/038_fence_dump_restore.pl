@@ -1,5 +1,7 @@
-# pg_dump and pg_restore keep the fencing tokens: zk_fence_tokens is a
-# configuration table of the extension, so a dump carries its rows, and the
+# pg_dump and pg_restore keep the fencing tokens: zk_fence_tokens (zk_fence's
+# fences, per role) and zk_fence_table_tokens (the trigger's, per table:
+# its regclass comes back as the restored table) are configuration tables
+# of the extension, so a dump carries their rows, and the
 # restored database refuses the tokens the original refused.  The extension
 # is dumped from a schema it was moved to (ALTER EXTENSION ... SET SCHEMA),
 # and a table fenced by zk_fence_trigger comes back fenced.
@@ -49,11 +51,15 @@ $a->command_ok([ 'pg_restore', '--exit-on-error', '-d', 'fence_restored', $dump 
 	'pg_restore into another database');
 
 is($a->safe_psql('fence_restored',
-		q{SELECT string_agg(resource || '=' || token, ' ' ORDER BY resource) FROM moved.zk_fence_tokens}),
-	'docs=11 invoices=7 orders=42', 'the restored tokens are the source\'s');
+		q{SELECT string_agg(f, ' ' ORDER BY f) FROM
+		   (SELECT fencer || ':' || resource || '=' || token AS f FROM moved.zk_fence_tokens
+			UNION ALL
+			SELECT fenced_table || ':' || resource || '=' || token FROM moved.zk_fence_table_tokens) t}),
+	'docs:docs=11 postgres:invoices=7 postgres:orders=42', 'the restored tokens are the source\'s');
 is($a->safe_psql('fence_restored',
 		q{SELECT extconfig::regclass[]::text FROM pg_extension WHERE extname = 'zklock'}),
-	'{moved.zk_fence_tokens}', 'zk_fence_tokens is still a configuration table of zklock');
+	'{moved.zk_fence_tokens,moved.zk_fence_table_tokens}',
+	'zk_fence_tokens and zk_fence_table_tokens are still configuration tables of zklock');
 is(sqlstate_in('fence_restored', q{SELECT moved.zk_fence('orders', 41)}), 'ZK003',
 	'the restored database refuses an older token');
 is(sqlstate_in('fence_restored', q{SELECT moved.zk_fence('orders', 42)}), 'ok',
