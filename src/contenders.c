@@ -260,19 +260,23 @@ zkl_try_jsonb(const char *data)
 }
 
 /*
- * Whether contender i holds the lock, by the worker's own rule (lock_rule.c):
- * the nodes of the same backend are its own (zklock never waits on itself;
- * peers' nodes have no owner here).
+ * Mark contender i held or not, by the worker's own rule (lock_rule.c), and
+ * whether another contender shares its number: the nodes of the same
+ * backend are its own (zklock never waits on itself; peers' nodes have no
+ * owner here).
  */
-static bool
-zkl_contender_held(zkl_contender *all, int n, int i, const char **names, const char **ours)
+static void
+zkl_contender_decide(zkl_contender *all, int n, int i, const char **names, const char **ours)
 {
 	int			nours = 0;
+	zkl_decision d;
 
 	for (int j = 0; j < n; j++)
 		if (j != i && all[i].owner && all[j].owner && strcmp(all[i].owner, all[j].owner) == 0)
 			ours[nours++] = all[j].node;
-	return zkl_decide(names, n, all[i].node, ours, nours).verdict == ZKL_VERDICT_HELD;
+	d = zkl_decide(names, n, all[i].node, ours, nours);
+	all[i].held = d.verdict == ZKL_VERDICT_HELD;
+	all[i].equal = d.equal;
 }
 
 const char *
@@ -432,7 +436,7 @@ zkl_read_contenders(const char *name, const char *dir, bool leases, bool describ
 	for (int i = 0; i < n; i++)
 		names[i] = all[i].node;
 	for (int i = 0; i < n; i++)
-		all[i].held = zkl_contender_held(all, n, i, names, ours);
+		zkl_contender_decide(all, n, i, names, ours);
 	*count = n;
 	return all;
 }
@@ -487,7 +491,7 @@ zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
 	all = zkl_read_contenders(key, dir, false, true, &n);
 	for (int i = 0; i < n; i++)
 		zkl_put_contender(rsinfo, i + 1, all[i].name.shared ? "shared" : "exclusive",
-						  all[i].held ? "held" : "waiting", dir, &all[i]);
+						  all[i].held ? "held" : all[i].equal ? "anomaly" : "waiting", dir, &all[i]);
 }
 
 /*

@@ -7,9 +7,9 @@
  *		both call it, and test/unit proves it without a server.
  *
  * Each request is one sequential child of the directory.  ZooKeeper appends
- * to its name the parent's child counter, a signed 32-bit number printed
- * with %010d: 0000000041, and once the counter wraps, -2147483648 and up.
- * The rule:
+ * to its name the parent's child counter (its cversion, which every create
+ * and delete of a child moves on), a signed 32-bit number printed with
+ * %010d: 0000000041.  The rule:
  *
  * - an exclusive request waits for every node ahead of it; a shared one
  *   only for the exclusive nodes ahead of it, so a writer that asked first
@@ -18,16 +18,24 @@
  *   are never waited for;
  * - a request whose own read has a writer queued behind it, and that
  *   would wait for that writer, waits for ever: a deadlock;
+ * - another contender with the same number is in the way whatever the
+ *   modes, both ways: neither is granted while both are there;
  * - a waiter watches only the nearest node it waits for; when that node
  *   goes, the waiter holds without a new listing if it was the only node
- *   in the way or an exclusive grant (zkl_holds_after_predecessor).
+ *   in the way or an exclusive grant (zkl_holds_after_predecessor), except
+ *   where numbers repeat.
  *
- * "Ahead" is serial-number order (RFC 1982) on the 32-bit counter: a is
- * ahead of b when b - a, computed modulo 2^32, is positive as a signed
- * number.  That is right across the wrap as long as the live nodes of one
- * directory span less than 2^31 creates, which they always do; plain
- * integer order would put the newest node first after the wrap and grant
- * it while the real holder still holds.
+ * Numbers repeat at the counter's top.  ZooKeeper (3.8) does not wrap it:
+ * once a directory's counter is 2147483647, every sequential child created
+ * there is numbered 2147483647 (a second create of the same name fails with
+ * NodeExists), until the directory is emptied and removed.  Equal numbers
+ * are an anomaly that no order can settle (Curator and kazoo order them by
+ * their text), so they block each other; zkl_counter_near_top warns long
+ * before.  A burst of creates pipelined at the top may still be given
+ * -2147483648 and up by the server's not yet applied counter: "ahead" is
+ * therefore serial-number order (RFC 1982), a ahead of b when b - a,
+ * computed modulo 2^32, is positive as a signed number, which puts those
+ * after 2147483647 where plain integer order would put them first.
  *
  * Names are parsed strictly: the last marker of a layout zklock knows,
  * then exactly the sequence ZooKeeper writes.  Anything else is not a
@@ -145,7 +153,7 @@ zkl_scan(const char *const *children, int nchildren,
 		 const char *own, const char *const *ours, int nours,
 		 int *blockers, int max_blockers)
 {
-	zkl_decision d = {ZKL_VERDICT_ABSENT, -1, 0};
+	zkl_decision d = {ZKL_VERDICT_ABSENT, -1, 0, false, false};
 	zkl_contender_name me;
 	zkl_contender_name nearest = {0, false};
 	zkl_contender_name r;
@@ -156,6 +164,7 @@ zkl_scan(const char *const *children, int nchildren,
 
 	if (!zkl_contender_parse(own, &me))
 		return d;
+	d.at_top = me.seq == INT32_MAX || me.seq < 0;
 
 	/*
 	 * The earliest read of our own backend, once: a writer after it waits for
@@ -179,9 +188,18 @@ zkl_scan(const char *const *children, int nchildren,
 			continue;
 		}
 		if (!zkl_contender_parse(children[i], &c) ||
-			zkl_seq_compare(c.seq, me.seq) >= 0 ||
-			zkl_is_ours(children[i], ours, nours) ||
-			(me.shared && c.shared))
+			zkl_is_ours(children[i], ours, nours))
+			continue;
+
+		/*
+		 * Another contender with our number is an anomaly (the counter at its
+		 * top, or a client's plain create): it is in our way, whatever the
+		 * modes, and we in its, so that neither is granted while both are
+		 * there.
+		 */
+		if (c.seq == me.seq)
+			d.equal = true;
+		else if (zkl_seq_compare(c.seq, me.seq) > 0 || (me.shared && c.shared))
 			continue;
 
 		/* A writer queued behind a read of ours waits for us, and we for it. */
@@ -202,6 +220,7 @@ zkl_scan(const char *const *children, int nchildren,
 	{
 		d.watch = -1;
 		d.blockers = 0;
+		d.equal = false;
 		return d;
 	}
 	d.verdict = d.blockers == 0 ? ZKL_VERDICT_HELD :
@@ -244,11 +263,29 @@ zkl_blockers(const char *const *children, int nchildren,
  * it.  It also does when that node was an exclusive grant (of this
  * cluster, which knows): an exclusive grant is the lowest node, and being
  * the nearest node ahead of the waiter, nothing else was left ahead.
- * Otherwise the waiter lists the directory and decides again.
+ * Neither holds where numbers repeat (numbers_repeat: the waiter's decision
+ * saw an equal number, or its own is the counter's top or past it): there
+ * the waiter lists the directory and decides again, as it does otherwise.
  */
 bool
 zkl_holds_after_predecessor(bool predecessor_was_only_blocker,
-							bool predecessor_was_exclusive_grant)
+							bool predecessor_was_exclusive_grant,
+							bool numbers_repeat)
 {
+	if (numbers_repeat)
+		return false;
 	return predecessor_was_only_blocker || predecessor_was_exclusive_grant;
+}
+
+/*
+ * Whether a directory whose child counter (its cversion: every create and
+ * delete of a child counts) is at cversion nears the counter's top, where
+ * ZooKeeper hands out 2147483647 to every sequential child and no lock
+ * request can be granted any more once two are queued.  Warned of at half
+ * way: the rest lasts days at thousands of lock cycles a second.
+ */
+bool
+zkl_counter_near_top(int32_t cversion)
+{
+	return cversion >= ZKL_COUNTER_WARN;
 }

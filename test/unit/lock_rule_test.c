@@ -215,16 +215,69 @@ test_odd_listings(void)
 				   ZKL_VERDICT_ABSENT, NULL, 0);
 	check_decision("odd: our own name not a contender", bad_self, N(bad_self), bad_self[0], NULL, 0,
 				   ZKL_VERDICT_ABSENT, NULL, 0);
-	check_decision("odd: another node with our sequence number is not ahead", same_seq, N(same_seq),
-				   same_seq[1], NULL, 0, ZKL_VERDICT_HELD, NULL, 0);
+	check_decision("odd: another node with our sequence number is in our way", same_seq, N(same_seq),
+				   same_seq[1], NULL, 0, ZKL_VERDICT_WAIT, same_seq[0], 1);
+	check_decision("odd: and we in its", same_seq, N(same_seq),
+				   same_seq[0], NULL, 0, ZKL_VERDICT_WAIT, same_seq[1], 1);
 }
 
-/* ---- the wrap, in every order ---- */
+/* ---- the counter's top: ZooKeeper numbers every child 2147483647 ---- */
+
+static void
+test_top(void)
+{
+	const char *top[] = {"_c_h-lock-2147483646", "_c_a-lock-2147483647", "k__lock__2147483647",
+	"_c_b-lock-2147483647"};
+	const char *after[] = {"_c_a-lock-2147483647", "k__lock__2147483647", "_c_b-lock-2147483647"};
+	const char *readers[] = {"_c_a-__READ__2147483647", "k__rlock__2147483647"};
+	const char *lower[] = {"_c_a-lock-0000000005", "_c_b-lock-0000000005", "_c_c-lock-0000000006"};
+	const char *mine[] = {"_c_me-__READ__0000000005", "_c_me2-lock-0000000005"};
+	const char *past[] = {"_c_x-lock--2147483648"};
+	int			held = 0;
+	zkl_decision d;
+
+	check_decision("top: the holder below the top holds", top, N(top), top[0], NULL, 0,
+				   ZKL_VERDICT_HELD, NULL, 0);
+	check_decision("top: a node at the top waits for the holder and the equal nodes, watching an equal one", top, N(top), top[1],
+				   NULL, 0, ZKL_VERDICT_WAIT, top[2], 3);
+	d = zkl_decide(top, N(top), top[1], NULL, 0);
+	check(d.equal && d.at_top, "top: the decision tells of equal numbers, at the top");
+	d = zkl_decide(top, N(top), top[0], NULL, 0);
+	check(!d.equal && !d.at_top, "top: the holder below sees no equal number");
+	for (int i = 0; i < N(after); i++)
+		held += zkl_decide(after, N(after), after[i], NULL, 0).verdict == ZKL_VERDICT_HELD;
+	check(held == 0, "top: once the holder went, none of the equal nodes holds (zklock, kazoo, zklock)");
+	check_decision("top: equal readers block each other too", readers, N(readers), readers[0], NULL, 0,
+				   ZKL_VERDICT_WAIT, readers[1], 1);
+	check_decision("equal: below the top, equal numbers block", lower, N(lower), lower[0], NULL, 0,
+				   ZKL_VERDICT_WAIT, lower[1], 1);
+	check_decision("equal: a node behind waits for both", lower, N(lower), lower[2], NULL, 0,
+				   ZKL_VERDICT_WAIT, lower[0], 2);
+	d = zkl_decide(lower, N(lower), lower[2], NULL, 0);
+	check(!d.equal && !d.at_top, "equal: the node behind is no anomaly itself");
+	check_decision("equal: our own other node with our number is ours", mine, N(mine), mine[1], &mine[0], 1,
+				   ZKL_VERDICT_HELD, NULL, 0);
+	d = zkl_decide(after, N(after), "_c_x-lock--2147483648", NULL, 0);
+	check(d.verdict == ZKL_VERDICT_ABSENT && !d.equal, "top: absent: no anomaly reported");
+	d = zkl_decide(past, N(past), past[0], NULL, 0);
+	check(d.verdict == ZKL_VERDICT_HELD && d.at_top, "top: a number past the top is at the top");
+
+	check(!zkl_counter_near_top(0), "counter: 0 is far from the top");
+	check(!zkl_counter_near_top(ZKL_COUNTER_WARN - 1), "counter: just below the warning");
+	check(zkl_counter_near_top(ZKL_COUNTER_WARN), "counter: the warning from 2^30");
+	check(zkl_counter_near_top(INT32_MAX), "counter: at the top");
+	check(!zkl_counter_near_top(-1), "counter: a negative counter (none on ZooKeeper 3.8) is no warning");
+}
+
+/* ---- past the top, in every order: a burst of creates pipelined at the top ---- */
 
 static void
 test_wrap(void)
 {
-	/* A directory that was never empty, across the counter's wrap. */
+	/*
+	 * Numbers a burst of creates at the top may get from the server's not yet
+	 * applied counter.
+	 */
 	const char *nodes[] = {
 		"_c_a-lock-2147483646",
 		"_c_b-__READ__2147483647",
@@ -305,10 +358,13 @@ test_wrap(void)
 static void
 test_handoff(void)
 {
-	check(zkl_holds_after_predecessor(true, false), "handoff: the only node in the way went: held");
-	check(zkl_holds_after_predecessor(false, true), "handoff: an exclusive grant went: held");
-	check(zkl_holds_after_predecessor(true, true), "handoff: both: held");
-	check(!zkl_holds_after_predecessor(false, false), "handoff: otherwise list and decide again");
+	check(zkl_holds_after_predecessor(true, false, false), "handoff: the only node in the way went: held");
+	check(zkl_holds_after_predecessor(false, true, false), "handoff: an exclusive grant went: held");
+	check(zkl_holds_after_predecessor(true, true, false), "handoff: both: held");
+	check(!zkl_holds_after_predecessor(false, false, false), "handoff: otherwise list and decide again");
+	check(!zkl_holds_after_predecessor(true, false, true), "handoff: where numbers repeat, list again (only blocker)");
+	check(!zkl_holds_after_predecessor(false, true, true),
+		  "handoff: where numbers repeat, list again (exclusive grant)");
 }
 
 int
@@ -320,6 +376,7 @@ main(void)
 	test_own_nodes();
 	test_layouts();
 	test_odd_listings();
+	test_top();
 	test_wrap();
 	test_handoff();
 	return tap_done();
