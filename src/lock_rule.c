@@ -15,7 +15,8 @@
  *   only for the exclusive nodes ahead of it, so a writer that asked first
  *   is served before later readers;
  * - the nodes of the request's own backend (its hold of the other mode)
- *   are never waited for;
+ *   are never waited for, and a shared request of a backend that holds
+ *   the lock exclusive waits for nothing;
  * - a request whose own read has a writer queued behind it, and that
  *   would wait for that writer, waits for ever: a deadlock;
  * - another contender with the same number is in the way whatever the
@@ -161,6 +162,7 @@ zkl_scan(const char *const *children, int nchildren,
 	int32_t		first_read = 0;
 	bool		found_self = false;
 	bool		deadlock = false;
+	bool		own_write = false;
 
 	if (!zkl_contender_parse(own, &me))
 		return d;
@@ -168,14 +170,19 @@ zkl_scan(const char *const *children, int nchildren,
 
 	/*
 	 * The earliest read of our own backend, once: a writer after it waits for
-	 * us.
+	 * us.  And whether our backend holds the lock exclusive: a read of ours
+	 * is then held at once, whatever is queued (see zkl_decide).
 	 */
 	for (int j = 0; j < nours; j++)
-		if (ours[j] != NULL && zkl_contender_parse(ours[j], &r) && r.shared &&
-			(!have_read || zkl_seq_compare(r.seq, first_read) < 0))
+		if (ours[j] != NULL && zkl_contender_parse(ours[j], &r))
 		{
-			have_read = true;
-			first_read = r.seq;
+			if (!r.shared)
+				own_write = true;
+			else if (!have_read || zkl_seq_compare(r.seq, first_read) < 0)
+			{
+				have_read = true;
+				first_read = r.seq;
+			}
 		}
 
 	for (int i = 0; i < nchildren; i++)
@@ -188,7 +195,8 @@ zkl_scan(const char *const *children, int nchildren,
 			continue;
 		}
 		if (!zkl_contender_parse(children[i], &c) ||
-			zkl_is_ours(children[i], ours, nours))
+			zkl_is_ours(children[i], ours, nours) ||
+			(me.shared && own_write))
 			continue;
 
 		/*
@@ -232,6 +240,13 @@ zkl_scan(const char *const *children, int nchildren,
  * The decision for the request whose node is own, given the directory's
  * children and the other nodes of own's backend (ours, which it never
  * waits for).  A try asks the same question: WAIT means "busy".
+ *
+ * A backend's other nodes are holds (it waits for one request at a time):
+ * a shared request of a backend that holds the lock exclusive is held at
+ * once, whatever is queued between its two nodes, as Curator grants the
+ * read lock to its write lock's holder.  The backend keeps its exclusive
+ * node while it holds the lock shared too, so that a writer queued between
+ * them never takes the lock beside the read.
  */
 zkl_decision
 zkl_decide(const char *const *children, int nchildren,

@@ -155,6 +155,10 @@ test_own_nodes(void)
 	const char *two_readers[] = {"_c_r-__READ__0000000001", "_c_me-__READ__0000000002",
 	"_c_w-lock-0000000003", "_c_me2-lock-0000000004"};
 	const char *no_node[] = {NULL};
+	const char *write_queued_read[] = {"_c_me-__WRIT__0000000001", "_c_w-__WRIT__0000000002",
+	"_c_me2-__READ__0000000003"};
+	const char *kazoo_queued[] = {"_c_me-lock-0000000001", "k__lock__0000000002", "k__rlock__0000000003",
+	"_c_me2-__READ__0000000004"};
 
 	check_decision("own: our own read ahead is not waited for", read_then_write, N(read_then_write),
 				   read_then_write[1], &read_then_write[0], 1, ZKL_VERDICT_HELD, NULL, 0);
@@ -170,6 +174,17 @@ test_own_nodes(void)
 				   two_readers[3], &two_readers[1], 1, ZKL_VERDICT_DEADLOCK, two_readers[2], 2);
 	check_decision("deadlock: a NULL among our nodes is ignored", upgrade, N(upgrade), upgrade[2],
 				   no_node, 1, ZKL_VERDICT_WAIT, upgrade[1], 2);
+	check_decision("own: holding it exclusive, our read holds at once past a queued writer", write_queued_read,
+				   N(write_queued_read), write_queued_read[2], &write_queued_read[0], 1, ZKL_VERDICT_HELD, NULL, 0);
+	check_decision("own: so it does past a queued kazoo writer and reader", kazoo_queued,
+				   N(kazoo_queued), kazoo_queued[3], &kazoo_queued[0], 1, ZKL_VERDICT_HELD, NULL, 0);
+	check_decision("own: without our write, the read waits for the queued writer", write_queued_read,
+				   N(write_queued_read), write_queued_read[2], NULL, 0, ZKL_VERDICT_WAIT, write_queued_read[1], 2);
+	check_decision("own: the queued writer waits for our write, not for our read behind it", write_queued_read,
+				   N(write_queued_read), write_queued_read[1], NULL, 0, ZKL_VERDICT_WAIT, write_queued_read[0], 1);
+	check_decision("own: an own read does not make our write hold at once", write_queued_read,
+				   N(write_queued_read), write_queued_read[1], &write_queued_read[2], 1, ZKL_VERDICT_WAIT,
+				   write_queued_read[0], 1);
 }
 
 static void
