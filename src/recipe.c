@@ -40,6 +40,9 @@
  *				OWN_EXISTS ZNONODE,
  *				OWN_WATCH deleted	-> waiting: IDLE, queued again;
  *									   holding: the lock is lost
+ *				OWN_EXISTS with the revocation message, waiting
+ *									-> kept, and asked of the hold at the
+ *									   grant
  *	HELD		heartbeat tick		-> own-node watch, if not set;
  *									   past zklock.max_hold_time: taken
  *									   away (delete, DELETING, then lost)
@@ -249,7 +252,7 @@ zkl_end_work(zkl_work *work)
 	work->fail_rc = 0;
 	work->parent_attempts = 0;
 	work->waited = work->handoff = false;
-	work->numbers_repeat = work->equal_logged = false;
+	work->numbers_repeat = work->equal_logged = work->revoke_seen = false;
 	work->lease_watched = false;
 	work->lease_czxid = 0;
 	zkl_inspect_free(work);
@@ -453,6 +456,13 @@ zkl_grant(int slotno, zkl_slot *slot)
 	zkl_works[slotno].phase = ZKL_PH_HELD;
 	zkl_works[slotno].handoff = false;
 	zkl_works[slotno].waited = false;
+
+	/*
+	 * A revocation written on our node while it waited (Curator's Revoker
+	 * writes on every participant's) is asked of the hold now.
+	 */
+	if (wanted && zkl_works[slotno].revoke_seen)
+		zkl_revocation_asked(slotno, slot);
 
 	/*
 	 * A waiter's node is watched already.  A hold granted at once is not
@@ -1414,7 +1424,10 @@ zkl_on_pred_watch(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 static void
 zkl_on_own_exists(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 {
-	if (ev->rc == ZOK && ev->revoke_message && zkl_works[slotno].phase == ZKL_PH_HELD)
+	/* A waiting request keeps the message for its grant (zkl_grant). */
+	if (ev->rc == ZOK && ev->revoke_message && zkl_works[slotno].phase != ZKL_PH_HELD)
+		zkl_works[slotno].revoke_seen = true;
+	else if (ev->rc == ZOK && ev->revoke_message)
 		zkl_revocation_asked(slotno, slot);
 	else if (ev->rc == ZNONODE)
 		zkl_own_node_gone(slotno, slot, wanted);

@@ -100,6 +100,8 @@ typedef struct zkl_work
 	bool		numbers_repeat; /* the last decision saw equal numbers, or
 								 * ours at the counter's top */
 	bool		equal_logged;	/* the equal numbers were logged */
+	bool		revoke_seen;	/* our waiting node carries the revocation
+								 * message: acted on at the grant */
 	bool		waited;			/* watched a predecessor since the create */
 	bool		handoff;		/* the predecessor went; not yet granted */
 	uint32		own_watch_gen;	/* opgen for which our node's watch is set */
