@@ -505,6 +505,8 @@ zkl_report_if_lost(zkl_local_lock *lock)
 	LWLockRelease(zkl_shared->lock);
 	strlcpy(name, lock->key + 1, sizeof(name));
 	zkl_drop_local(lock);
+	/* An exclusive node kept for a lost shared hold goes too. */
+	zkl_drop_kept_exclusive();
 	ereport(ERROR,
 			(errcode(ERRCODE_ZKLOCK_LOST),
 			 errmsg("ZooKeeper lock \"%s\" was lost", name),
