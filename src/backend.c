@@ -392,6 +392,61 @@ zkl_update_slot_counts(zkl_local_lock *lock)
 	LWLockRelease(zkl_shared->lock);
 }
 
+/*
+ * A hold's counts changed: its node is given up once both are zero.  An
+ * exclusive node stays while the backend holds the lock shared by a read
+ * taken after it: that read was held at once, whatever writer was queued
+ * between the two nodes (lock_rule.c), and the writer would otherwise take
+ * the lock beside it.  The kept node goes with the last shared hold, or,
+ * when cascade is false (a scan of zkl_locks is under way, which may only
+ * remove its current entry), by zkl_drop_kept_exclusive afterwards.
+ */
+static void
+zkl_settle_local(zkl_local_lock *lock, bool cascade)
+{
+	char		name[ZKL_KEY_LEN];
+	zkl_mode	mode = (zkl_mode) lock->key[0];
+	zkl_local_lock *other;
+
+	if (lock->session_count > 0 || lock->xact_count > 0)
+	{
+		zkl_update_slot_counts(lock);
+		return;
+	}
+	strlcpy(name, lock->key + 1, sizeof(name));
+	if (mode == ZKL_MODE_EXCLUSIVE)
+	{
+		other = zkl_find_local(name, ZKL_MODE_SHARED);
+		if (other != NULL && other->token > lock->token)
+		{
+			zkl_update_slot_counts(lock);
+			return;
+		}
+	}
+	zkl_drop_local(lock);
+	if (mode == ZKL_MODE_SHARED && cascade)
+	{
+		other = zkl_find_local(name, ZKL_MODE_EXCLUSIVE);
+		if (other != NULL && other->session_count == 0 && other->xact_count == 0)
+			zkl_drop_local(other);
+	}
+}
+
+/* Give up every exclusive node kept for a shared hold that is gone. */
+static void
+zkl_drop_kept_exclusive(void)
+{
+	HASH_SEQ_STATUS seq;
+	zkl_local_lock *lock;
+
+	hash_seq_init(&seq, zkl_locks);
+	while ((lock = hash_seq_search(&seq)) != NULL)
+		if ((zkl_mode) lock->key[0] == ZKL_MODE_EXCLUSIVE &&
+			lock->session_count == 0 && lock->xact_count == 0 &&
+			zkl_find_local(lock->key + 1, ZKL_MODE_SHARED) == NULL)
+			zkl_drop_local(lock);
+}
+
 static void
 zkl_remember_xact_hold(const char *key)
 {
@@ -452,6 +507,8 @@ zkl_report_if_lost(zkl_local_lock *lock)
 	LWLockRelease(zkl_shared->lock);
 	strlcpy(name, lock->key + 1, sizeof(name));
 	zkl_drop_local(lock);
+	/* An exclusive node kept for a lost shared hold goes too. */
+	zkl_drop_kept_exclusive();
 	ereport(ERROR,
 			(errcode(ERRCODE_ZKLOCK_LOST),
 			 errmsg("ZooKeeper lock \"%s\" was lost", name),
@@ -1150,10 +1207,7 @@ zkl_release_session(text *name, zkl_mode mode)
 		return false;
 	}
 	lock->session_count--;
-	if (lock->session_count == 0 && lock->xact_count == 0)
-		zkl_drop_local(lock);
-	else
-		zkl_update_slot_counts(lock);
+	zkl_settle_local(lock, true);
 	return true;
 }
 
@@ -1172,11 +1226,9 @@ zkl_release_all_session(void)
 		if (lock->session_count == 0)
 			continue;
 		lock->session_count = 0;
-		if (lock->xact_count == 0)
-			zkl_drop_local(lock);
-		else
-			zkl_update_slot_counts(lock);
+		zkl_settle_local(lock, false);
 	}
+	zkl_drop_kept_exclusive();
 }
 
 /*
@@ -1251,10 +1303,7 @@ zkl_release_xact_holds(int nest_level)
 		if (lock == NULL)
 			continue;
 		lock->xact_count--;
-		if (lock->xact_count <= 0 && lock->session_count == 0)
-			zkl_drop_local(lock);
-		else
-			zkl_update_slot_counts(lock);
+		zkl_settle_local(lock, true);
 	}
 }
 

@@ -58,6 +58,7 @@ typedef struct zkl_contender
 	bool		unreadable;		/* we may not read its data: none here */
 	Datum		holder;			/* zklock's JSON as jsonb, or 0 */
 	bool		held;			/* by the lock rule */
+	bool		equal;			/* shares its sequence number: an anomaly */
 	char	   *owner;			/* "<system identifier>:<host>:<port>:<pid>"
 								 * of a zklock node; a standby shares the
 								 * identifier */

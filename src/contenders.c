@@ -410,7 +410,8 @@ zkl_contenders_of(zkl_inspect_reply *reply, bool leases, bool describe, int *cou
 /*
  * The contenders of lock name (whose directory is dir) in queue order,
  * each marked held or not by the lock rule (zkl_holders: the nodes of the
- * same backend are its own; peers' nodes have no owner here), in
+ * same backend are its own; peers' nodes have no owner here), and whether
+ * another contender shares its sequence number (an anomaly), in
  * O(n log n) for n children; *count gets how many.  A semaphore's leases
  * hold no lock: none is marked.
  */
@@ -422,6 +423,8 @@ zkl_read_contenders(const char *name, const char *dir, bool leases, bool describ
 	zkl_contender_name *queue;
 	const char **owners;
 	bool	   *held;
+	bool	   *equal;
+	const char *const **scratch;
 	int			n;
 
 	seg = zkl_fetch_directory(name, dir);
@@ -434,14 +437,19 @@ zkl_read_contenders(const char *name, const char *dir, bool leases, bool describ
 	queue = palloc(sizeof(zkl_contender_name) * Max(n, 1));
 	owners = palloc(sizeof(char *) * Max(n, 1));
 	held = palloc(sizeof(bool) * Max(n, 1));
+	equal = palloc(sizeof(bool) * Max(n, 1));
+	scratch = palloc(sizeof(*scratch) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{
 		queue[i] = all[i].name;
 		owners[i] = all[i].owner;
 	}
-	zkl_holders(queue, owners, n, held);
+	zkl_holders(queue, owners, n, held, equal, scratch);
 	for (int i = 0; i < n; i++)
+	{
 		all[i].held = !leases && held[i];
+		all[i].equal = !leases && equal[i];
+	}
 	*count = n;
 	return all;
 }
@@ -504,7 +512,7 @@ zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
 	{
 		CHECK_FOR_INTERRUPTS();
 		zkl_put_contender(rsinfo, i + 1, all[i].name.shared ? "shared" : "exclusive",
-						  all[i].held ? "held" : "waiting", dir, &all[i]);
+						  all[i].held ? "held" : all[i].equal ? "anomaly" : "waiting", dir, &all[i]);
 	}
 }
 

@@ -7,27 +7,36 @@
  *		both call it, and test/unit proves it without a server.
  *
  * Each request is one sequential child of the directory.  ZooKeeper appends
- * to its name the parent's child counter, a signed 32-bit number printed
- * with %010d: 0000000041, and once the counter wraps, -2147483648 and up.
- * The rule:
+ * to its name the parent's child counter (its cversion, which every create
+ * and delete of a child moves on), a signed 32-bit number printed with
+ * %010d: 0000000041.  The rule:
  *
  * - an exclusive request waits for every node ahead of it; a shared one
  *   only for the exclusive nodes ahead of it, so a writer that asked first
  *   is served before later readers;
  * - the nodes of the request's own backend (its hold of the other mode)
- *   are never waited for;
+ *   are never waited for, and a shared request of a backend that holds
+ *   the lock exclusive waits for nothing;
  * - a request whose own read has a writer queued behind it, and that
  *   would wait for that writer, waits for ever: a deadlock;
+ * - another contender with the same number is in the way whatever the
+ *   modes, both ways: neither is granted while both are there;
  * - a waiter watches only the nearest node it waits for; when that node
  *   goes, the waiter holds without a new listing if it was the only node
- *   in the way or an exclusive grant (zkl_holds_after_predecessor).
+ *   in the way or an exclusive grant (zkl_holds_after_predecessor), except
+ *   where numbers repeat.
  *
- * "Ahead" is serial-number order (RFC 1982) on the 32-bit counter: a is
- * ahead of b when b - a, computed modulo 2^32, is positive as a signed
- * number.  That is right across the wrap as long as the live nodes of one
- * directory span less than 2^31 creates, which they always do; plain
- * integer order would put the newest node first after the wrap and grant
- * it while the real holder still holds.
+ * Numbers repeat at the counter's top.  ZooKeeper (3.8) does not wrap it:
+ * once a directory's counter is 2147483647, every sequential child created
+ * there is numbered 2147483647 (a second create of the same name fails with
+ * NodeExists), until the directory is emptied and removed.  Equal numbers
+ * are an anomaly that no order can settle (Curator and kazoo order them by
+ * their text), so they block each other; zkl_counter_near_top warns long
+ * before.  A burst of creates pipelined at the top may still be given
+ * -2147483648 and up by the server's not yet applied counter: "ahead" is
+ * therefore serial-number order (RFC 1982), a ahead of b when b - a,
+ * computed modulo 2^32, is positive as a signed number, which puts those
+ * after 2147483647 where plain integer order would put them first.
  *
  * Names are parsed strictly: the last marker of a layout zklock knows,
  * then exactly the sequence ZooKeeper writes.  Anything else is not a
@@ -145,7 +154,7 @@ zkl_scan(const char *const *children, int nchildren,
 		 const char *own, const char *const *ours, int nours,
 		 int *blockers, int max_blockers)
 {
-	zkl_decision d = {ZKL_VERDICT_ABSENT, -1, 0};
+	zkl_decision d = {ZKL_VERDICT_ABSENT, -1, 0, false, false};
 	zkl_contender_name me;
 	zkl_contender_name nearest = {0, false};
 	zkl_contender_name r;
@@ -153,20 +162,27 @@ zkl_scan(const char *const *children, int nchildren,
 	int32_t		first_read = 0;
 	bool		found_self = false;
 	bool		deadlock = false;
+	bool		own_write = false;
 
 	if (!zkl_contender_parse(own, &me))
 		return d;
+	d.at_top = me.seq == INT32_MAX || me.seq < 0;
 
 	/*
 	 * The earliest read of our own backend, once: a writer after it waits for
-	 * us.
+	 * us.  And whether our backend holds the lock exclusive: a read of ours
+	 * is then held at once, whatever is queued (see zkl_decide).
 	 */
 	for (int j = 0; j < nours; j++)
-		if (ours[j] != NULL && zkl_contender_parse(ours[j], &r) && r.shared &&
-			(!have_read || zkl_seq_compare(r.seq, first_read) < 0))
+		if (ours[j] != NULL && zkl_contender_parse(ours[j], &r))
 		{
-			have_read = true;
-			first_read = r.seq;
+			if (!r.shared)
+				own_write = true;
+			else if (!have_read || zkl_seq_compare(r.seq, first_read) < 0)
+			{
+				have_read = true;
+				first_read = r.seq;
+			}
 		}
 
 	for (int i = 0; i < nchildren; i++)
@@ -179,9 +195,19 @@ zkl_scan(const char *const *children, int nchildren,
 			continue;
 		}
 		if (!zkl_contender_parse(children[i], &c) ||
-			zkl_seq_compare(c.seq, me.seq) >= 0 ||
 			zkl_is_ours(children[i], ours, nours) ||
-			(me.shared && c.shared))
+			(me.shared && own_write))
+			continue;
+
+		/*
+		 * Another contender with our number is an anomaly (the counter at its
+		 * top, or a client's plain create): it is in our way, whatever the
+		 * modes, and we in its, so that neither is granted while both are
+		 * there.
+		 */
+		if (c.seq == me.seq)
+			d.equal = true;
+		else if (zkl_seq_compare(c.seq, me.seq) > 0 || (me.shared && c.shared))
 			continue;
 
 		/* A writer queued behind a read of ours waits for us, and we for it. */
@@ -202,6 +228,7 @@ zkl_scan(const char *const *children, int nchildren,
 	{
 		d.watch = -1;
 		d.blockers = 0;
+		d.equal = false;
 		return d;
 	}
 	d.verdict = d.blockers == 0 ? ZKL_VERDICT_HELD :
@@ -213,6 +240,13 @@ zkl_scan(const char *const *children, int nchildren,
  * The decision for the request whose node is own, given the directory's
  * children and the other nodes of own's backend (ours, which it never
  * waits for).  A try asks the same question: WAIT means "busy".
+ *
+ * A backend's other nodes are holds (it waits for one request at a time):
+ * a shared request of a backend that holds the lock exclusive is held at
+ * once, whatever is queued between its two nodes, as Curator grants the
+ * read lock to its write lock's holder.  The backend keeps its exclusive
+ * node while it holds the lock shared too, so that a writer queued between
+ * them never takes the lock beside the read.
  */
 zkl_decision
 zkl_decide(const char *const *children, int nchildren,
@@ -259,26 +293,69 @@ zkl_ahead_add(zkl_ahead *a, const char *owner)
 		a->owner = NULL;
 }
 
+/* Owners in order, for zkl_holders; NULL (a node of no known backend) last. */
+static int
+zkl_cmp_owner_refs(const void *a, const void *b)
+{
+	const char *x = **(const char *const *const *) a;
+	const char *y = **(const char *const *const *) b;
+
+	if (x == NULL || y == NULL)
+		return (x == NULL) - (y == NULL);
+	return strcmp(x, y);
+}
+
 /*
- * Whether each contender of a whole directory holds, in one pass: the
- * answer zkl_decide gives (verdict HELD) for each of them, given as ours
- * the other nodes of its owner, in about linear time instead of a
- * decision per node.  queue is the contenders in queue order (sorted with
- * zkl_seq_compare); owners[i] names the backend contender i belongs to,
- * NULL for one of no known backend (its own owner).  A contender holds
- * when nothing it waits for is ahead of it: an exclusive one when every
- * node ahead is its owner's, a shared one when every exclusive node ahead
- * is.  Nodes with the same sequence number are not ahead of each other.
+ * Whether each contender of a whole directory holds, in about n log n
+ * instead of a decision per node: the answer zkl_decide gives (verdict
+ * HELD) for each of them, given as ours the other nodes of its owner.
+ * queue is the contenders in queue order (sorted with zkl_seq_compare);
+ * owners[i] names the backend contender i belongs to, NULL for one of no
+ * known backend (its own owner).  A contender holds when nothing it waits
+ * for is ahead of it: an exclusive one when every node ahead is its
+ * owner's, a shared one when every exclusive node ahead is; a shared one
+ * whose owner has an exclusive node holds at once (see zkl_decide).  Nodes
+ * with the same sequence number are not ahead of each other, but another
+ * owner's node with our number is in our way: equal[i] (when equal is not
+ * NULL) says so, the anomaly zkl_decide reports.  scratch has room for n
+ * pointers.
  */
 void
-zkl_holders(const zkl_contender_name *queue, const char *const *owners, int n, bool *held)
+zkl_holders(const zkl_contender_name *queue, const char *const *owners, int n,
+			bool *held, bool *equal, const char *const **scratch)
 {
 	zkl_ahead	all = {0, NULL};
 	zkl_ahead	writers = {0, NULL};
 	int			group = 0;
+	int			group_end = 0;
+	zkl_ahead	same = {0, NULL};
+
+	/*
+	 * Which owners have an exclusive node: sort references to owners[] by
+	 * owner, and mark each run that has a writer.  held[] is the mark until
+	 * the pass below sets it.
+	 */
+	for (int i = 0; i < n; i++)
+		scratch[i] = &owners[i];
+	qsort(scratch, n, sizeof(*scratch), zkl_cmp_owner_refs);
+	for (int start = 0, end; start < n; start = end)
+	{
+		bool		writes = false;
+
+		for (end = start; end < n &&
+			 (end == start ||
+			  (*scratch[start] != NULL && zkl_cmp_owner_refs(&scratch[start], &scratch[end]) == 0));
+			 end++)
+			writes |= !queue[scratch[end] - owners].shared;
+		for (int k = start; k < end; k++)
+			held[scratch[k] - owners] = writes && *scratch[start] != NULL;
+	}
 
 	for (int i = 0; i < n; i++)
 	{
+		bool		owner_writes = held[i];
+		bool		is_equal;
+
 		/* A new sequence number: the group before it is ahead from now on. */
 		if (i > 0 && zkl_seq_compare(queue[i - 1].seq, queue[i].seq) != 0)
 		{
@@ -289,7 +366,28 @@ zkl_holders(const zkl_contender_name *queue, const char *const *owners, int n, b
 					zkl_ahead_add(&writers, owners[group]);
 			}
 		}
-		held[i] = zkl_ahead_only_of(queue[i].shared ? &writers : &all, owners[i]);
+		/* Who shares our number: the group from here to its end. */
+		if (i >= group_end)
+		{
+			same.count = 0;
+			same.owner = NULL;
+			for (group_end = i; group_end < n &&
+				 zkl_seq_compare(queue[group_end].seq, queue[i].seq) == 0; group_end++)
+				zkl_ahead_add(&same, owners[group_end]);
+		}
+		is_equal = same.count > 1 &&
+			!(owners[i] != NULL && same.owner != NULL && strcmp(same.owner, owners[i]) == 0);
+
+		if (queue[i].shared && owner_writes)
+		{
+			held[i] = true;
+			is_equal = false;
+		}
+		else
+			held[i] = !is_equal &&
+				zkl_ahead_only_of(queue[i].shared ? &writers : &all, owners[i]);
+		if (equal != NULL)
+			equal[i] = is_equal;
 	}
 }
 
@@ -300,11 +398,29 @@ zkl_holders(const zkl_contender_name *queue, const char *const *owners, int n, b
  * it.  It also does when that node was an exclusive grant (of this
  * cluster, which knows): an exclusive grant is the lowest node, and being
  * the nearest node ahead of the waiter, nothing else was left ahead.
- * Otherwise the waiter lists the directory and decides again.
+ * Neither holds where numbers repeat (numbers_repeat: the waiter's decision
+ * saw an equal number, or its own is the counter's top or past it): there
+ * the waiter lists the directory and decides again, as it does otherwise.
  */
 bool
 zkl_holds_after_predecessor(bool predecessor_was_only_blocker,
-							bool predecessor_was_exclusive_grant)
+							bool predecessor_was_exclusive_grant,
+							bool numbers_repeat)
 {
+	if (numbers_repeat)
+		return false;
 	return predecessor_was_only_blocker || predecessor_was_exclusive_grant;
+}
+
+/*
+ * Whether a directory whose child counter (its cversion: every create and
+ * delete of a child counts) is at cversion nears the counter's top, where
+ * ZooKeeper hands out 2147483647 to every sequential child and no lock
+ * request can be granted any more once two are queued.  Warned of at half
+ * way: the rest lasts days at thousands of lock cycles a second.
+ */
+bool
+zkl_counter_near_top(int32_t cversion)
+{
+	return cversion >= ZKL_COUNTER_WARN;
 }

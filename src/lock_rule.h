@@ -13,6 +13,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* A directory's child counter from which zkl_counter_near_top warns: 2^30. */
+#define ZKL_COUNTER_WARN	1073741824
+
 /* What one child of a lock directory is, read from its name. */
 typedef struct zkl_contender_name
 {
@@ -37,14 +40,20 @@ typedef struct zkl_decision
 	int			watch;			/* WAIT, DEADLOCK: index of the nearest node
 								 * ahead */
 	int			blockers;		/* how many nodes ahead it waits for */
+	bool		equal;			/* another contender has our sequence number:
+								 * an anomaly, counted among the blockers */
+	bool		at_top;			/* our number is the counter's top or past it,
+								 * where numbers repeat */
 } zkl_decision;
 
 extern bool zkl_contender_parse(const char *child, zkl_contender_name *out);
 extern int	zkl_seq_compare(int32_t a, int32_t b);
 extern void zkl_holders(const zkl_contender_name *queue, const char *const *owners, int n,
-						bool *held);
+						bool *held, bool *equal, const char *const **scratch);
 extern bool zkl_holds_after_predecessor(bool predecessor_was_only_blocker,
-										bool predecessor_was_exclusive_grant);
+										bool predecessor_was_exclusive_grant,
+										bool numbers_repeat);
+extern bool zkl_counter_near_top(int32_t cversion);
 extern zkl_decision zkl_decide(const char *const *children, int nchildren,
 							   const char *own, const char *const *ours, int nours);
 extern int	zkl_blockers(const char *const *children, int nchildren,

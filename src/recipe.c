@@ -40,6 +40,9 @@
  *				OWN_EXISTS ZNONODE,
  *				OWN_WATCH deleted	-> waiting: IDLE, queued again;
  *									   holding: the lock is lost
+ *				OWN_EXISTS with the revocation message, waiting
+ *									-> kept, and asked of the hold at the
+ *									   grant
  *	HELD		heartbeat tick		-> own-node watch, if not set;
  *									   past zklock.max_hold_time: taken
  *									   away (delete, DELETING, then lost)
@@ -317,6 +320,7 @@ zkl_end_work(zkl_work *work)
 	work->fail_rc = 0;
 	work->parent_attempts = 0;
 	work->waited = work->handoff = false;
+	work->numbers_repeat = work->equal_logged = work->revoke_seen = false;
 	work->lease_watched = false;
 	work->lease_czxid = 0;
 	zkl_inspect_free(work);
@@ -539,6 +543,13 @@ zkl_grant(int slotno, zkl_slot *slot)
 	zkl_works[slotno].waited = false;
 
 	/*
+	 * A revocation written on our node while it waited (Curator's Revoker
+	 * writes on every participant's) is asked of the hold now.
+	 */
+	if (wanted && zkl_works[slotno].revoke_seen)
+		zkl_revocation_asked(slotno, slot);
+
+	/*
 	 * A waiter's node is watched already.  A hold granted at once is not
 	 * watched yet: most are released before it would pay off, and
 	 * zkl_watch_lasting_holds arms the watch of those that last.
@@ -626,8 +637,9 @@ zkl_send_listing(int slotno, zkl_slot *slot, zkl_event_kind kind)
 {
 	if (kind == ZKL_EV_CHILDREN && zkl_works[slotno].phase != ZKL_PH_CREATING)
 		zkl_works[slotno].phase = ZKL_PH_LISTING;
-	zkl_check_sent(slotno, zoo_aget_children(zkl_zh, slot->dir, 0, zkl_strings_done,
-											 zkl_ctx(kind, slotno)));
+	/* With the directory's Stat: its child counter, for zkl_check_counter. */
+	zkl_check_sent(slotno, zoo_aget_children2(zkl_zh, slot->dir, 0, zkl_strings_stat_done,
+											  zkl_ctx(kind, slotno)));
 }
 
 /*
@@ -892,6 +904,15 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 	if (zkl_sibling_node(slot, sibling_node))
 		ours[0] = sibling_node;
 	d = zkl_decide((const char *const *) ev->children, ev->nchildren, slot->node, ours, 1);
+	if (d.equal && !work->equal_logged)
+	{
+		work->equal_logged = true;
+		ereport(LOG,
+				(errmsg("zklock: lock directory \"%s\" has contenders with equal sequence numbers", slot->dir),
+				 errdetail("Node \"%s\" shares its number with another contender: neither is granted while both exist.",
+						   slot->node),
+				 errhint("ZooKeeper numbers every child 2147483647 once a directory's child counter reaches its top; the counter starts again only when the directory is emptied and removed.")));
+	}
 
 	switch (d.verdict)
 	{
@@ -936,6 +957,7 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 	work->waited = true;
 	work->handoff = false;
 	work->pred_was_last = (d.blockers == 1);
+	work->numbers_repeat = d.equal || d.at_top;
 	strlcpy(work->pred, pred, sizeof(work->pred));
 	path = zkl_child_path(slot, pred);
 	/* getData, not exists: a vanished predecessor leaves no watch behind. */
@@ -972,7 +994,8 @@ zkl_predecessor_gone(int slotno, zkl_slot *slot)
 	zkl_node_entry *entry = NULL;
 
 	/* Was the predecessor this cluster's exclusive grant? */
-	if (!zkl_works[slotno].pred_was_last && zkl_node_map != NULL)
+	if (!zkl_works[slotno].pred_was_last && !zkl_works[slotno].numbers_repeat &&
+		zkl_node_map != NULL)
 		entry = hash_search(zkl_node_map, zkl_works[slotno].pred, HASH_FIND, NULL);
 	if (entry != NULL && entry->slotno != slotno)
 	{
@@ -985,7 +1008,8 @@ zkl_predecessor_gone(int slotno, zkl_slot *slot)
 		LWLockRelease(zkl_shared->lock);
 	}
 	zkl_works[slotno].handoff = true;
-	if (zkl_holds_after_predecessor(zkl_works[slotno].pred_was_last, pred_held_here))
+	if (zkl_holds_after_predecessor(zkl_works[slotno].pred_was_last, pred_held_here,
+									zkl_works[slotno].numbers_repeat))
 		zkl_grant(slotno, slot);
 	else
 		zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
@@ -1432,13 +1456,39 @@ zkl_on_created(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 		zkl_request_failed(slotno, ev->rc);
 }
 
+/*
+ * Warn of a lock directory whose child counter nears its top, where no
+ * request can be granted once two are queued (lock_rule.c): at most once an
+ * hour, naming the directory.
+ */
+static void
+zkl_check_counter(zkl_slot *slot, int32 cversion)
+{
+	static TimestampTz last_warning = 0;
+	TimestampTz now;
+
+	if (!zkl_counter_near_top(cversion))
+		return;
+	now = GetCurrentTimestamp();
+	if (last_warning != 0 && !TimestampDifferenceExceeds(last_warning, now, 3600 * 1000))
+		return;
+	last_warning = now;
+	ereport(WARNING,
+			(errmsg("zklock: the child counter of lock directory \"%s\" is at %d of 2147483647", slot->dir, cversion),
+			 errdetail("Every create and delete of a lock node counts; at 2147483647 ZooKeeper gives every new node the same number, and queued requests are granted no more."),
+			 errhint("Let the lock be free for a moment, so that its directory empties and is removed: the counter starts again from 0.")));
+}
+
 static void
 zkl_on_children(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 {
-	if (ev->rc == ZOK)
-		zkl_evaluate(slotno, slot, ev);
-	else
+	if (ev->rc != ZOK)
+	{
 		zkl_request_failed(slotno, ev->rc);
+		return;
+	}
+	zkl_check_counter(slot, ev->cversion);
+	zkl_evaluate(slotno, slot, ev);
 }
 
 /* After a create cut off by a connection loss: is our node there? */
@@ -1530,7 +1580,10 @@ zkl_on_pred_watch(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 static void
 zkl_on_own_exists(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 {
-	if (ev->rc == ZOK && ev->revoke_message && zkl_works[slotno].phase == ZKL_PH_HELD)
+	/* A waiting request keeps the message for its grant (zkl_grant). */
+	if (ev->rc == ZOK && ev->revoke_message && zkl_works[slotno].phase != ZKL_PH_HELD)
+		zkl_works[slotno].revoke_seen = true;
+	else if (ev->rc == ZOK && ev->revoke_message)
 		zkl_revocation_asked(slotno, slot);
 	else if (ev->rc == ZNONODE)
 		zkl_own_node_gone(slotno, slot, wanted);

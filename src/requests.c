@@ -85,10 +85,13 @@ zkl_string_stat_done(int rc, const char *value, const struct Stat *stat, const v
 	zkl_post(ev);
 }
 
-void
-zkl_strings_done(int rc, const struct String_vector *strings, const void *data)
+static void
+zkl_strings_done_cversion(int rc, const struct String_vector *strings, int32 cversion,
+						  const void *data)
 {
 	zkl_event  *ev = zkl_new_event(data, rc);
+
+	ev->cversion = cversion;
 
 	if (rc == ZOK && strings && strings->count > 0)
 	{
@@ -100,6 +103,20 @@ zkl_strings_done(int rc, const struct String_vector *strings, const void *data)
 		ev->nchildren = strings->count;
 	}
 	zkl_post(ev);
+}
+
+void
+zkl_strings_done(int rc, const struct String_vector *strings, const void *data)
+{
+	zkl_strings_done_cversion(rc, strings, 0, data);
+}
+
+/* A listing with the directory's Stat: its child counter too. */
+void
+zkl_strings_stat_done(int rc, const struct String_vector *strings,
+					  const struct Stat *stat, const void *data)
+{
+	zkl_strings_done_cversion(rc, strings, rc == ZOK && stat ? stat->cversion : 0, data);
 }
 
 void

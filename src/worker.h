@@ -67,6 +67,7 @@ typedef struct zkl_event
 	char	   *path;
 	int			nchildren;
 	char	  **children;
+	int32		cversion;		/* getChildren2: the directory's child counter */
 	bool		revoke_message; /* OWN_EXISTS: the data asks us to give up */
 	char	   *data;			/* node data (getData), data_len bytes */
 	int			data_len;
@@ -98,6 +99,11 @@ typedef struct zkl_work
 	bool		pending;		/* in the worker's to-do list */
 	bool		pred_was_last;	/* the predecessor was the only node we wait
 								 * for */
+	bool		numbers_repeat; /* the last decision saw equal numbers, or
+								 * ours at the counter's top */
+	bool		equal_logged;	/* the equal numbers were logged */
+	bool		revoke_seen;	/* our waiting node carries the revocation
+								 * message: acted on at the grant */
 	bool		waited;			/* watched a predecessor since the create */
 	bool		handoff;		/* the predecessor went; not yet granted */
 	uint32		own_watch_gen;	/* opgen for which our node's watch is set */
@@ -116,6 +122,8 @@ typedef struct zkl_work
 /* requests.c: libzookeeper's callbacks and the queue to the main thread */
 extern void zkl_string_stat_done(int rc, const char *value, const struct Stat *stat, const void *data);
 extern void zkl_strings_done(int rc, const struct String_vector *strings, const void *data);
+extern void zkl_strings_stat_done(int rc, const struct String_vector *strings,
+								  const struct Stat *stat, const void *data);
 extern void zkl_stat_done(int rc, const struct Stat *stat, const void *data);
 extern void zkl_void_done(int rc, const void *data);
 extern void zkl_void_string_done(int rc, const char *value, const void *data);

@@ -163,6 +163,10 @@ test_own_nodes(void)
 	const char *two_readers[] = {"_c_r-__READ__0000000001", "_c_me-__READ__0000000002",
 	"_c_w-lock-0000000003", "_c_me2-lock-0000000004"};
 	const char *no_node[] = {NULL};
+	const char *write_queued_read[] = {"_c_me-__WRIT__0000000001", "_c_w-__WRIT__0000000002",
+	"_c_me2-__READ__0000000003"};
+	const char *kazoo_queued[] = {"_c_me-lock-0000000001", "k__lock__0000000002", "k__rlock__0000000003",
+	"_c_me2-__READ__0000000004"};
 
 	check_decision("own: our own read ahead is not waited for", read_then_write, N(read_then_write),
 				   read_then_write[1], &read_then_write[0], 1, ZKL_VERDICT_HELD, NULL, 0);
@@ -178,6 +182,17 @@ test_own_nodes(void)
 				   two_readers[3], &two_readers[1], 1, ZKL_VERDICT_DEADLOCK, two_readers[2], 2);
 	check_decision("deadlock: a NULL among our nodes is ignored", upgrade, N(upgrade), upgrade[2],
 				   no_node, 1, ZKL_VERDICT_WAIT, upgrade[1], 2);
+	check_decision("own: holding it exclusive, our read holds at once past a queued writer", write_queued_read,
+				   N(write_queued_read), write_queued_read[2], &write_queued_read[0], 1, ZKL_VERDICT_HELD, NULL, 0);
+	check_decision("own: so it does past a queued kazoo writer and reader", kazoo_queued,
+				   N(kazoo_queued), kazoo_queued[3], &kazoo_queued[0], 1, ZKL_VERDICT_HELD, NULL, 0);
+	check_decision("own: without our write, the read waits for the queued writer", write_queued_read,
+				   N(write_queued_read), write_queued_read[2], NULL, 0, ZKL_VERDICT_WAIT, write_queued_read[1], 2);
+	check_decision("own: the queued writer waits for our write, not for our read behind it", write_queued_read,
+				   N(write_queued_read), write_queued_read[1], NULL, 0, ZKL_VERDICT_WAIT, write_queued_read[0], 1);
+	check_decision("own: an own read does not make our write hold at once", write_queued_read,
+				   N(write_queued_read), write_queued_read[1], &write_queued_read[2], 1, ZKL_VERDICT_WAIT,
+				   write_queued_read[0], 1);
 }
 
 static void
@@ -223,16 +238,69 @@ test_odd_listings(void)
 				   ZKL_VERDICT_ABSENT, NULL, 0);
 	check_decision("odd: our own name not a contender", bad_self, N(bad_self), bad_self[0], NULL, 0,
 				   ZKL_VERDICT_ABSENT, NULL, 0);
-	check_decision("odd: another node with our sequence number is not ahead", same_seq, N(same_seq),
-				   same_seq[1], NULL, 0, ZKL_VERDICT_HELD, NULL, 0);
+	check_decision("odd: another node with our sequence number is in our way", same_seq, N(same_seq),
+				   same_seq[1], NULL, 0, ZKL_VERDICT_WAIT, same_seq[0], 1);
+	check_decision("odd: and we in its", same_seq, N(same_seq),
+				   same_seq[0], NULL, 0, ZKL_VERDICT_WAIT, same_seq[1], 1);
 }
 
-/* ---- the wrap, in every order ---- */
+/* ---- the counter's top: ZooKeeper numbers every child 2147483647 ---- */
+
+static void
+test_top(void)
+{
+	const char *top[] = {"_c_h-lock-2147483646", "_c_a-lock-2147483647", "k__lock__2147483647",
+	"_c_b-lock-2147483647"};
+	const char *after[] = {"_c_a-lock-2147483647", "k__lock__2147483647", "_c_b-lock-2147483647"};
+	const char *readers[] = {"_c_a-__READ__2147483647", "k__rlock__2147483647"};
+	const char *lower[] = {"_c_a-lock-0000000005", "_c_b-lock-0000000005", "_c_c-lock-0000000006"};
+	const char *mine[] = {"_c_me-__READ__0000000005", "_c_me2-lock-0000000005"};
+	const char *past[] = {"_c_x-lock--2147483648"};
+	int			held = 0;
+	zkl_decision d;
+
+	check_decision("top: the holder below the top holds", top, N(top), top[0], NULL, 0,
+				   ZKL_VERDICT_HELD, NULL, 0);
+	check_decision("top: a node at the top waits for the holder and the equal nodes, watching an equal one", top, N(top), top[1],
+				   NULL, 0, ZKL_VERDICT_WAIT, top[2], 3);
+	d = zkl_decide(top, N(top), top[1], NULL, 0);
+	check(d.equal && d.at_top, "top: the decision tells of equal numbers, at the top");
+	d = zkl_decide(top, N(top), top[0], NULL, 0);
+	check(!d.equal && !d.at_top, "top: the holder below sees no equal number");
+	for (int i = 0; i < N(after); i++)
+		held += zkl_decide(after, N(after), after[i], NULL, 0).verdict == ZKL_VERDICT_HELD;
+	check(held == 0, "top: once the holder went, none of the equal nodes holds (zklock, kazoo, zklock)");
+	check_decision("top: equal readers block each other too", readers, N(readers), readers[0], NULL, 0,
+				   ZKL_VERDICT_WAIT, readers[1], 1);
+	check_decision("equal: below the top, equal numbers block", lower, N(lower), lower[0], NULL, 0,
+				   ZKL_VERDICT_WAIT, lower[1], 1);
+	check_decision("equal: a node behind waits for both", lower, N(lower), lower[2], NULL, 0,
+				   ZKL_VERDICT_WAIT, lower[0], 2);
+	d = zkl_decide(lower, N(lower), lower[2], NULL, 0);
+	check(!d.equal && !d.at_top, "equal: the node behind is no anomaly itself");
+	check_decision("equal: our own other node with our number is ours", mine, N(mine), mine[1], &mine[0], 1,
+				   ZKL_VERDICT_HELD, NULL, 0);
+	d = zkl_decide(after, N(after), "_c_x-lock--2147483648", NULL, 0);
+	check(d.verdict == ZKL_VERDICT_ABSENT && !d.equal, "top: absent: no anomaly reported");
+	d = zkl_decide(past, N(past), past[0], NULL, 0);
+	check(d.verdict == ZKL_VERDICT_HELD && d.at_top, "top: a number past the top is at the top");
+
+	check(!zkl_counter_near_top(0), "counter: 0 is far from the top");
+	check(!zkl_counter_near_top(ZKL_COUNTER_WARN - 1), "counter: just below the warning");
+	check(zkl_counter_near_top(ZKL_COUNTER_WARN), "counter: the warning from 2^30");
+	check(zkl_counter_near_top(INT32_MAX), "counter: at the top");
+	check(!zkl_counter_near_top(-1), "counter: a negative counter (none on ZooKeeper 3.8) is no warning");
+}
+
+/* ---- past the top, in every order: a burst of creates pipelined at the top ---- */
 
 static void
 test_wrap(void)
 {
-	/* A directory that was never empty, across the counter's wrap. */
+	/*
+	 * Numbers a burst of creates at the top may get from the server's not yet
+	 * applied counter.
+	 */
 	const char *nodes[] = {
 		"_c_a-lock-2147483646",
 		"_c_b-__READ__2147483647",
@@ -344,6 +412,8 @@ test_holders(void)
 		const char *ours[12];
 		zkl_contender_name queue[12];
 		bool		held[12];
+		bool		equal[12];
+		const char *const *scratch[12];
 		int			n = 1 + rand() % 12;
 		int32_t		base = round % 2 ? INT32_MAX - 5 : 1;
 
@@ -366,32 +436,35 @@ test_holders(void)
 			owners[i] = q[i].owner;
 			queue[i] = q[i].name;
 		}
-		zkl_holders(queue, owners, n, held);
+		zkl_holders(queue, owners, n, held, equal, scratch);
 		for (int i = 0; i < n; i++)
 		{
 			int			nours = 0;
-			bool		expect;
+			zkl_decision d;
 
 			for (int j = 0; j < n; j++)
 				if (j != i && owners[i] && owners[j] && strcmp(owners[i], owners[j]) == 0)
 					ours[nours++] = names[j];
-			expect = zkl_decide(names, n, names[i], ours, nours).verdict == ZKL_VERDICT_HELD;
-			if (expect != held[i])
+			d = zkl_decide(names, n, names[i], ours, nours);
+			if ((d.verdict == ZKL_VERDICT_HELD) != held[i] || d.equal != equal[i])
 				mismatches++;
 			held_total += held[i];
 		}
 	}
-	check(mismatches == 0, "holders: a whole directory at once answers as zkl_decide for each node");
+	check(mismatches == 0, "holders: a whole directory at once answers as zkl_decide for each node (held, and an equal number)");
 	check(held_total > rounds, "holders: ... over directories with many holders");
 }
 
 static void
 test_handoff(void)
 {
-	check(zkl_holds_after_predecessor(true, false), "handoff: the only node in the way went: held");
-	check(zkl_holds_after_predecessor(false, true), "handoff: an exclusive grant went: held");
-	check(zkl_holds_after_predecessor(true, true), "handoff: both: held");
-	check(!zkl_holds_after_predecessor(false, false), "handoff: otherwise list and decide again");
+	check(zkl_holds_after_predecessor(true, false, false), "handoff: the only node in the way went: held");
+	check(zkl_holds_after_predecessor(false, true, false), "handoff: an exclusive grant went: held");
+	check(zkl_holds_after_predecessor(true, true, false), "handoff: both: held");
+	check(!zkl_holds_after_predecessor(false, false, false), "handoff: otherwise list and decide again");
+	check(!zkl_holds_after_predecessor(true, false, true), "handoff: where numbers repeat, list again (only blocker)");
+	check(!zkl_holds_after_predecessor(false, true, true),
+		  "handoff: where numbers repeat, list again (exclusive grant)");
 }
 
 int
@@ -403,6 +476,7 @@ main(void)
 	test_own_nodes();
 	test_layouts();
 	test_odd_listings();
+	test_top();
 	test_wrap();
 	test_handoff();
 	test_holders();
