@@ -515,7 +515,7 @@ zkl_report_if_lost(zkl_local_lock *lock)
 			 reason == ZKL_TAKE_REVOKED ?
 			 errdetail("Its holder was asked to give it up (zk_lock_revoke), and zklock.on_revoke is \"cancel\".") :
 			 reason == ZKL_TAKE_HOLD_LIMIT ?
-			 errdetail("It was held longer than its limit, %d ms (zklock.max_hold_time, within zklock.max_hold_time_limit), and given up.", max_hold_ms) :
+			 errdetail("It was held longer than zklock.max_hold_time (%d ms) and given up.", max_hold_ms) :
 			 errdetail("Its ZooKeeper node vanished while this session held it: the session expired or the node was deleted."),
 			 errhint("Another client may have taken the lock; redo the work under a new lock.")));
 }
