@@ -417,6 +417,7 @@ test_holders(void)
 		int			n = 1 + rand() % 12;
 		int32_t		base = round % 2 ? INT32_MAX - 5 : 1;
 
+		memset(q, 0, sizeof(q));
 		for (int i = 0; i < n; i++)
 		{
 			int			o = rand() % 4;
