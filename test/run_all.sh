@@ -52,12 +52,13 @@ stage_failed() {
 }
 
 # Print "P F" for a pg_regress / pg_isolation_regress log (PostgreSQL 15
-# prints one "test NAME ... ok|FAILED" line per test).  A run that failed
-# without failing a test (say, it could not connect) counts as one failure.
+# prints one "test NAME ... ok|FAILED" line per test, 16 and later a TAP
+# line "ok N - NAME" or "not ok N - NAME").  A run that failed without
+# failing a test (say, it could not connect) counts as one failure.
 count_pg_regress() {
 	local log=$1 rc=$2 p f
-	p=$(grep -cE '\.\.\. (ok|failed \(ignored\))( |$)' "$log" || true)
-	f=$(grep -cE '\.\.\. FAILED' "$log" || true)
+	p=$(grep -cE '\.\.\. (ok|failed \(ignored\))( |$)|^ok [0-9]+ +- ' "$log" || true)
+	f=$(grep -cE '\.\.\. FAILED|^not ok [0-9]+ +- ' "$log" || true)
 	[ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
 	echo "$p $f"
 }
