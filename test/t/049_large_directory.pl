@@ -131,15 +131,24 @@ is(sqlstate_of($s->{stderr}), '57014', 'a cancel ends the reading backend with 5
   or diag($s->{stderr});
 diag sprintf('the cancel took %.3f s', $cancel_took);
 
-# statement_timeout ends one read of the directory.
+$s->quit;
+ok(wait_until(sub { zk_status_of($a)->{slots_used} == 0 }, 60, 'the reads are over'),
+	'the reading slots are freed');
+
+# statement_timeout ends one read of the directory, and the worker stops
+# reading it: of the reads a whole directory needs (one per child), those
+# not yet sent when the backend gave up are never sent.  A worker that
+# sends them all at once sends at least one per child.
+my $requests0 = zk_status_of($a)->{zk_requests};
 $t = time;
 is(sql_sqlstate($a, "SET statement_timeout = '100ms'; SELECT count(*) FROM zk_lock_contenders('big')"),
 	'57014', 'statement_timeout ends a read of the directory with 57014');
 diag sprintf('the read under statement_timeout 100ms ended after %.3f s', time - $t);
-$s->quit;
-
-ok(wait_until(sub { zk_status_of($a)->{slots_used} == 0 }, 60, 'the reads are over'),
-	'the reading slots are freed');
+ok(wait_until(sub { zk_status_of($a)->{slots_used} == 0 }, 60, 'the timed-out read is over'),
+	'the timed-out read\'s slot is freed');
+my $requests = zk_status_of($a)->{zk_requests} - $requests0;
+diag "requests sent for the read that timed out: $requests";
+cmp_ok($requests, '<', $n, 'a read given up is not read to its end: fewer requests than children');
 
 $kz->quit;
 ok(wait_until(sub { !zk_ls($zk, '/zklock/big') }, 60, 'the nodes go with the session'),
