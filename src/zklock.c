@@ -325,7 +325,6 @@ zkl_register_wait_events(void)
 uint32
 zkl_wait_event(zkl_wait what)
 {
-	Assert(what >= 0 && what < ZKL_WAIT_COUNT);
 	/* A process not forked from the postmaster looks them up. */
 	if (zkl_wait_events[what] == 0)
 		zkl_register_wait_events();
