@@ -31,7 +31,7 @@ endif
 # (test/run_all.sh sets both up).
 # upgrade replaces the fresh extension by 1.0 updated to the newest version,
 # and the suites after it run on that.
-REGRESS = setup basic lifetimes input security hostile_input semaphore fence upgrade basic
+REGRESS = setup basic lifetimes scopes input security hostile_input semaphore fence upgrade basic
 ISOLATION = timeout shared fence_race
 ISOLATION_OPTS = --load-extension=zklock
 
