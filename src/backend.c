@@ -1324,7 +1324,9 @@ zkl_held_lock(text *name, bool *held, int64 *granted)
 
 	slot = &zkl_shared->slots[lock->slotno];
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	*held = slot->generation == lock->generation && slot->state == ZKL_SLOT_HELD;
+	/* A hold given up by the worker (revoked, over its limit) is lost. */
+	*held = slot->generation == lock->generation && slot->state == ZKL_SLOT_HELD &&
+		slot->take_reason == ZKL_TAKE_NONE;
 	*granted = *held ? slot->granted_session : 0;
 	LWLockRelease(zkl_shared->lock);
 	return lock;

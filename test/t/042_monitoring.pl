@@ -208,7 +208,7 @@ my $st;
 ($m, $st) = steady_scrape();
 is($m->{pg_exporter_last_scrape_error}, 0, '(2) with the documented grants no query fails');
 my $locks = series($m, 'zklock_locks_count');
-is(scalar(keys %$locks), 45, '(2) a series for each of the 5 states x 3 modes x 3 scopes');
+is(scalar(keys %$locks), 54, '(2) a series for each of the 6 states x 3 modes x 3 scopes');
 is_deeply(
 	nonzero_counts($m),
 	{
