@@ -12,7 +12,8 @@
 #      zk_lock_release says true and the node is gone (another session
 #      takes the lock at once).  Before, the lost hold's entry drove the new
 #      hold's transaction count below zero, and the node stayed until the
-#      session ended.
+#      session ended; the same with an exclusive node kept for a shared
+#      hold, which was never given up.
 #  (4) With the worker frozen past the proof's margin, a transaction that
 #      only sends a notification (NOTIFY, and pg_notify()) fails with ZK002
 #      and the listener receives nothing; with the worker running, the same
@@ -103,6 +104,24 @@ is(bg_result($p, "SELECT zk_lock_release('M')"), 't', '(3) zk_lock_release(M) sa
 ok(wait_until(sub { !zk_ls($zk, '/zklock/M') }, 15, 'M\'s directory empties'), '(3) P\'s node of M is gone');
 is(lock_state($a, $p_pid, 'M'), 'none', '(3) zk_locks shows no hold of M');
 is(sql_result($a, "SELECT zk_lock_try('M')"), 't', '(3) another session takes M at once');
+
+# The same with a shared hold taken after the exclusive one: the exclusive
+# node is kept while the shared hold lasts, and goes with it.  Before, the
+# lost hold's entry left the exclusive count at -1 and the kept node was
+# never given up.
+is(bg_result($p, "BEGIN; SELECT zk_lock_acquire_xact('K', '10s') > 0"), 't', '(3) P holds K in transaction scope');
+lose('K', '(3)');
+$p->query_safe('SAVEPOINT s');
+is(bg_sqlstate($p, "SELECT zk_lock_try_xact('K')"), 'ZK002', '(3) a try of K reports the loss');
+$p->query_safe('ROLLBACK TO s');
+is(bg_result($p, "SELECT zk_lock_acquire('K', '10s') > 0 AND zk_lock_acquire_shared('K', '10s') > 0"), 't',
+	'(3) P takes K again, exclusive then shared, in session scope');
+is(bg_sqlstate($p, 'COMMIT'), 'ZK002', '(3) the transaction does not commit');
+is(bg_result($p, "SELECT zk_lock_release('K')"), 't', '(3) zk_lock_release(K) says true');
+is(bg_result($p, "SELECT zk_lock_release_shared('K')"), 't', '(3) zk_lock_release_shared(K) says true');
+ok(wait_until(sub { !zk_ls($zk, '/zklock/K') }, 15, 'K\'s directory empties'), '(3) both of P\'s nodes of K are gone')
+  or diag(join ' ', zk_ls($zk, '/zklock/K'));
+is(sql_result($a, "SELECT zk_lock_try('K')"), 't', '(3) another session takes K at once');
 
 # ---------------------------------------------------------------------
 # (4) A notification needs the proof.
