@@ -218,6 +218,8 @@ typedef struct zkl_counters
 										 * cluster's backends */
 	pg_atomic_uint64 deadlocks_found;	/* of them: cycles in which our
 										 * backend was the victim */
+	pg_atomic_uint64 near_top_listings; /* listings of a directory whose child
+										 * counter passed 2^30 */
 } zkl_counters;
 
 #define zkl_count(field)	pg_atomic_fetch_add_u64(&zkl_shared->counters.field, 1)
