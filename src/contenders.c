@@ -446,7 +446,8 @@ zkl_read_contenders(const char *name, const char *dir, bool leases, bool describ
 	{
 		queue[i] = all[i].name;
 		owners[i] = all[i].owner;
-		sessions[i] = all[i].session;
+		/* Only Curator's read-write lock downgrades. */
+		sessions[i] = zkl_is_curator_rw(all[i].node) ? all[i].session : 0;
 	}
 	zkl_holders(queue, owners, (const int64_t *) sessions, n, held, equal, scratch);
 	for (int i = 0; i < n; i++)

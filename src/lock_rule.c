@@ -542,6 +542,17 @@ zkl_may_downgrade(const char *node)
 }
 
 /*
+ * Whether node is of Curator's read-write lock layout ("__READ__" or
+ * "__WRIT__"), the only peer's layout that downgrades (kazoo's locks are
+ * not reentrant).
+ */
+bool
+zkl_is_curator_rw(const char *node)
+{
+	return zkl_last_marker_is(node, "__WRIT__", NULL) || zkl_last_marker_is(node, "__READ__", NULL);
+}
+
+/*
  * Whether child is a read node of Curator's layout ("__READ__") behind
  * own: what a downgrade leaves behind a writer queued at the time.
  */

@@ -62,6 +62,7 @@ extern zkl_decision zkl_decide_with(const char *const *children, int nchildren,
 									const char *own, const char *const *ours, int nours,
 									const char *const *held_behind, int nheld_behind);
 extern bool zkl_may_downgrade(const char *node);
+extern bool zkl_is_curator_rw(const char *node);
 extern bool zkl_downgrade_candidate(const char *child, const char *own);
 extern bool zkl_is_downgrade(int64_t reader_owner, int64_t reader_czxid, bool reader_is_zklock,
 							 int64_t writer_owner, int64_t listing_pzxid);

@@ -1022,8 +1022,9 @@ zkl_downgrade_forget(zkl_work *work)
 
 /*
  * The predecessor of an exclusive request went, and it was a peer's write
- * node of Curator's read-write lock (another session's, known from the
- * watch's answer; one gone before that answer is not looked into): its
+ * node of Curator's read-write lock (not zklock's, and of another session,
+ * known from the watch's answer; one gone before that answer is not looked
+ * into): its
  * holder may
  * have taken the read lock before it let the write lock go (Curator's
  * downgrade), a read node behind us that holds although nothing in the
@@ -1123,8 +1124,11 @@ static void
 zkl_on_reader_data(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 {
 	zkl_work   *work = &zkl_works[slotno];
-	const char *node = work->candidates[work->next_candidate];
+	const char *node;
 
+	if (work->candidates == NULL || work->next_candidate >= work->ncandidates)
+		return;					/* a read of a listing given up */
+	node = work->candidates[work->next_candidate];
 	if (ev->rc != ZOK && ev->rc != ZNONODE && ev->rc != ZNOAUTH)
 	{
 		zkl_request_failed(slotno, ev->rc);
@@ -1746,7 +1750,7 @@ zkl_on_pred_exists(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 	}
 	else if (ev->rc != ZOK)
 		zkl_request_failed(slotno, ev->rc);
-	else
+	else if (!ev->zklock_data)
 		zkl_works[slotno].pred_owner = ev->owner;
 }
 

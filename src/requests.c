@@ -179,10 +179,10 @@ zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat,
 			memcmp(value, ZKL_REVOKE_MESSAGE, value_len) == 0;
 
 	/*
-	 * A read node behind a waiter: is it zklock's (the JSON description, with
-	 * the system identifier), or a peer's?
+	 * A predecessor, or a read node behind a waiter: is it zklock's (the JSON
+	 * description, with the system identifier), or a peer's?
 	 */
-	if (rc == ZOK && ev->kind == ZKL_EV_READER_DATA)
+	if (rc == ZOK && (ev->kind == ZKL_EV_READER_DATA || ev->kind == ZKL_EV_PRED_EXISTS))
 		ev->zklock_data = value != NULL && value_len > 0 && value[0] == '{' &&
 			zkl_memmem(value, value_len, "\"system_identifier\"") != NULL;
 	/* Only zk_lock_contenders reads data; watches on predecessors ignore it. */

@@ -72,7 +72,8 @@ typedef struct zkl_event
 	int32		cversion;		/* getChildren2: the directory's cversion */
 	int32		num_children;	/* getChildren2: and its numChildren */
 	int64		pzxid;			/* getChildren2: and its pzxid */
-	bool		zklock_data;	/* READER_DATA: the data is zklock's */
+	bool		zklock_data;	/* READER_DATA, PRED_EXISTS: the data is
+								 * zklock's */
 	bool		revoke_message; /* OWN_EXISTS: the data asks us to give up */
 	char	   *data;			/* node data (getData), data_len bytes */
 	int			data_len;
@@ -120,7 +121,8 @@ typedef struct zkl_work
 								 * what zklock.max_hold_time counts from */
 	int			fail_rc;		/* failure to report once our node is deleted */
 	char		pred[ZKL_MAX_NODE_LEN];
-	int64		pred_owner;		/* the predecessor's session, once watched */
+	int64		pred_owner;		/* the predecessor's session, once watched, if
+								 * it is a peer's node */
 	/* A peer's write ahead of us went: did it leave a read behind us? */
 	int64		downgrade_owner;	/* that write's session, 0 if none */
 	int64		downgrade_pzxid;	/* the first listing after it: pzxid */

@@ -335,6 +335,9 @@ test_downgrade(void)
 	check(!zkl_may_downgrade("k__lock__0000000000"), "downgrade: nor kazoo's");
 	check(!zkl_may_downgrade("_c_w-__READ__0000000000"), "downgrade: nor a read node");
 	check(!zkl_may_downgrade("_c_w-__WRIT__x"), "downgrade: nor a malformed one");
+	check(zkl_is_curator_rw(dir54[0]) && zkl_is_curator_rw(dir54[2]), "downgrade: Curator's read-write layout");
+	check(!zkl_is_curator_rw("k__rlock__0000000002") && !zkl_is_curator_rw("_c_m-lock-0000000002"),
+		  "downgrade: kazoo's and the mutex's layouts are not");
 	check(zkl_downgrade_candidate(dir54[2], dir54[1]), "downgrade: a read behind us is a candidate");
 	check(!zkl_downgrade_candidate(dir54[2], "_c_q-lock-0000000003"), "downgrade: not one ahead of us");
 	check(!zkl_downgrade_candidate("k__rlock__0000000002", dir54[1]), "downgrade: nor kazoo's read");
