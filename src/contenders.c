@@ -377,6 +377,8 @@ zkl_contenders_of(zkl_inspect_reply *reply, bool leases, bool describe, int *cou
 		c->data_len = e->data_len;
 		c->czxid = e->czxid;
 		c->session = e->owner;
+		c->downgrade_holds = e->downgrade_holds;
+		c->downgrade_waits = e->downgrade_waits;
 		c->ctime = e->ctime;
 		c->pid = 0;
 		c->holder = (Datum) 0;
@@ -454,6 +456,18 @@ zkl_read_contenders(const char *name, const char *dir, bool leases, bool describ
 	{
 		all[i].held = !leases && held[i];
 		all[i].equal = !leases && equal[i];
+
+		/*
+		 * Once a peer's write is gone, only the worker of a writer that waits
+		 * for the peer's downgrade knows it (recipe.c): what it knows counts.
+		 */
+		if (!leases && all[i].downgrade_holds)
+		{
+			all[i].held = true;
+			all[i].equal = false;
+		}
+		else if (!leases && all[i].downgrade_waits)
+			all[i].held = false;
 	}
 	*count = n;
 	return all;

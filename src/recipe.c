@@ -1284,6 +1284,37 @@ zkl_revoke_written(int slotno, zkl_slot *slot, int rc)
 		zkl_free_slot(slotno);
 }
 
+/*
+ * Which children of an inspected directory are a peer's downgrade that a
+ * waiting writer of this cluster found (holds), and which that writer
+ * (waits): once the peer's write node is gone, nothing else tells.
+ */
+static void
+zkl_downgrade_marks(const zkl_inspection *in, bool *holds, bool *waits)
+{
+	if (zkl_node_map == NULL)
+		return;
+	for (int i = 0; i < in->nchildren; i++)
+	{
+		zkl_node_entry *entry;
+		zkl_work   *w;
+
+		if (in->gone[i] || strlen(in->children[i]) >= ZKL_MAX_NODE_LEN)
+			continue;
+		entry = hash_search(zkl_node_map, in->children[i], HASH_FIND, NULL);
+		if (entry == NULL)
+			continue;
+		w = &zkl_works[entry->slotno];
+		if (w->nheld_behind == 0 || (w->phase != ZKL_PH_LISTING && w->phase != ZKL_PH_WATCHING))
+			continue;
+		waits[i] = true;
+		for (int k = 0; k < w->nheld_behind; k++)
+			for (int j = 0; j < in->nchildren; j++)
+				if (!in->gone[j] && strcmp(in->children[j], w->held_behind[k]) == 0)
+					holds[j] = true;
+	}
+}
+
 /* Write what was read into the backend's segment, then tell it. */
 static void
 zkl_inspect_finish(int slotno, zkl_slot *slot)
@@ -1316,6 +1347,10 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 		reply->nchildren = 0;
 		if (needed <= reply->capacity)
 		{
+			bool	   *holds = palloc0(sizeof(bool) * Max(in->nchildren, 1));
+			bool	   *waits = palloc0(sizeof(bool) * Max(in->nchildren, 1));
+
+			zkl_downgrade_marks(in, holds, waits);
 			for (int i = 0; i < in->nchildren; i++)
 			{
 				zkl_inspect_entry *e = (zkl_inspect_entry *) out;
@@ -1329,6 +1364,8 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 				e->name_len = name_len;
 				e->data_len = in->data_len[i];
 				e->unreadable = in->unreadable[i];
+				e->downgrade_holds = holds[i];
+				e->downgrade_waits = waits[i];
 				memcpy(out + sizeof(zkl_inspect_entry), in->children[i], name_len);
 				if (e->data_len > 0)
 					memcpy(out + sizeof(zkl_inspect_entry) + name_len, in->data[i], e->data_len);
@@ -1336,6 +1373,8 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 				n++;
 			}
 			reply->nchildren = n;
+			pfree(holds);
+			pfree(waits);
 		}
 		dsm_detach(seg);
 	}

@@ -315,6 +315,9 @@ typedef struct zkl_inspect_entry
 	int32		name_len;		/* then name_len bytes of name */
 	int32		data_len;		/* then data_len bytes of data */
 	bool		unreadable;		/* we may not read its data (ZNOAUTH): no data */
+	bool		downgrade_holds;	/* a peer's downgrade that a writer of
+									 * this cluster waits for */
+	bool		downgrade_waits;	/* that writer */
 } zkl_inspect_entry;
 
 /* encode.c */

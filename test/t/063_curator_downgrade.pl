@@ -11,7 +11,9 @@
 #    write node;
 #  - once the write node is gone, the zklock writer is not granted: its
 #    worker reads the read node behind it (same session, created before the
-#    write node went), logs that it waits for it, and waits;
+#    write node went), logs that it waits for it, and waits; on its cluster
+#    zk_lock_contenders shows the read held and the writer waiting, and
+#    zk_lock_verify and zk_lock_revoke still reach the read;
 #  - once the read lock is given up, the zklock writer holds.
 # A reader of another session behind a writer is no downgrade: after the
 # same steps with a second Curator program's read lock, the zklock writer
@@ -70,6 +72,12 @@ wait_until(sub { slurp_file($a->logfile) =~ /waits for node "\Q$read\E", read lo
 	30, "A's worker finds the read node a downgrade");
 is(lock_state($a, $pid, 'x'), 'waiting', 'the zklock writer does not hold beside the read lock');
 is(sql_result($a, "SELECT zk_lock_try('x')"), 'f', "another zklock writer's zk_lock_try fails");
+is(contenders(), 'zklock exclusive waiting, curator shared held',
+	"zk_lock_contenders on the waiting writer's cluster: the read holds, the writer waits for it");
+is($a->safe_psql('postgres', "SELECT zk_lock_verify('x', $read_token)"), 't',
+	"zk_lock_verify: the read node's token still holds");
+is($a->safe_psql('postgres', "SELECT zk_lock_revoke('x')"), '1', 'zk_lock_revoke asks the read, not the waiting writer');
+is(lock_state($a, $pid, 'x'), 'waiting', '... which still waits');
 
 # The read lock goes: the zklock writer holds.
 is($curator->cmd("read_release $dir"), 'ok', 'Curator gives the read lock up');
