@@ -408,8 +408,8 @@ Datum
 zk_status(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[20];
-	bool		nulls[20] = {0};
+	Datum		values[21];
+	bool		nulls[21] = {0};
 	int			used;
 	zkl_shared_state *s;
 
@@ -448,6 +448,8 @@ zk_status(PG_FUNCTION_ARGS)
 	/* zklock 1.1 declares 18 columns: its descriptor takes only those. */
 	values[18] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.deadlock_checks));
 	values[19] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.deadlocks_found));
+	/* zklock 1.2 and 1.3 declare 20. */
+	values[20] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.near_top_listings));
 	LWLockRelease(s->lock);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
