@@ -87,6 +87,7 @@ extern int64_t zkl_stats_usage(const zkl_stats_counters *c);
  */
 extern int	zkl_stats_choose_victims(const int64_t *usage, const int64_t *last_used, int n,
 									 int nvictims, int *victims);
+
 /* How many go at once: 5% of the table, at least one (as pg_stat_statements). */
 extern int	zkl_stats_victim_count(int max_entries);
 
