@@ -33,7 +33,7 @@ endif
 # upgrade replaces the fresh extension by 1.0 updated to the newest version,
 # and the suites after it run on that.
 REGRESS = setup basic lifetimes scopes input security hostile_input semaphore fence stats upgrade basic
-ISOLATION = timeout shared fence_race stats
+ISOLATION = timeout shared fence_race stats_wait
 ISOLATION_OPTS = --load-extension=zklock
 
 PG_CONFIG ?= pg_config

@@ -25,6 +25,14 @@ SELECT name, kind, acquired_session, acquired_xact, granted_at_once, waited,
        timeouts, cancels, deadlocks, losses, revocations, hold_limit_expiries
   FROM zk_lock_stats ORDER BY name, kind;
 SELECT entries FROM zk_lock_stats_info;
+-- README's "which lock waits most" (none waited here)
+SELECT name, kind, waited, round(total_wait_time) AS wait_ms,
+       round(mean_wait_time::numeric, 1) AS mean_ms, round(max_wait_time) AS max_ms,
+       timeouts, deadlocks
+  FROM zk_lock_stats
+ WHERE waited > 0
+ ORDER BY total_wait_time DESC
+ LIMIT 10;
 
 -- zklock.track_stats = off counts nothing
 SET zklock.track_stats = off;

@@ -257,6 +257,14 @@ is_deeply(
 	[ sort map { keys %{ $m->{server}{$_} } } @zklock_metrics ],
 	[ (join(':', $a->host, $a->port)) x 38 ],
 	'(2) each carries the label server="host:port" of its cluster');
+# README's "Performance" figure, from the metrics as the PromQL of README's
+# monitoring section computes it, and from zk_status() as its SQL does.
+is( sprintf('%.2f',
+		($m->{zklock_status_zk_requests_total} - $m->{zklock_status_release_requests_total}) /
+		  $m->{zklock_status_acquired_total}),
+	$a->safe_psql('postgres',
+		'SELECT round((zk_requests - release_requests)::numeric / nullif(acquired, 0), 2) FROM zk_status()'),
+	'(2) requests per acquire from the metrics = README\'s SQL on zk_status()');
 # zk_lock_stats: one series per lock and kind, each figure zk_lock_stats'.
 my @stats = qw(acquired_session acquired_xact granted_at_once waited holds timeouts cancels deadlocks
   losses revocations hold_limit_expiries);
@@ -281,14 +289,6 @@ is_deeply(
 	'(2) m1, sh and x1 granted once each at once, by scope; the waiter not yet counted');
 is($m->{zklock_lock_stats_info_entries}, 3, '(2) zklock_lock_stats_info_entries = 3');
 is($m->{zklock_lock_stats_info_evicted_total}, 0, '(2) none evicted');
-# README's "Performance" figure, from the metrics as the PromQL of README's
-# monitoring section computes it, and from zk_status() as its SQL does.
-is( sprintf('%.2f',
-		($m->{zklock_status_zk_requests_total} - $m->{zklock_status_release_requests_total}) /
-		  $m->{zklock_status_acquired_total}),
-	$a->safe_psql('postgres',
-		'SELECT round((zk_requests - release_requests)::numeric / nullif(acquired, 0), 2) FROM zk_status()'),
-	'(2) requests per acquire from the metrics = README\'s SQL on zk_status()');
 
 # ---------------------------------------------------------------------
 # (3) A lost hold.
