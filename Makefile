@@ -3,7 +3,8 @@
 MODULE_big = zklock
 OBJS = src/zklock.o src/shmem.o src/encode.o src/worker.o src/requests.o src/session_file.o src/lock_rule.o src/recipe.o \
 	src/backend.o src/contenders.o src/functions.o src/semaphore.o src/fence.o \
-	src/waits_for.o src/deadlock.o src/lock_name.o src/clock.o src/heartbeat.o
+	src/waits_for.o src/deadlock.o src/lock_name.o src/clock.o src/heartbeat.o \
+	src/stats.o src/stats_record.o src/name_text.o
 
 EXTENSION = zklock
 # The first version's script and every update after it, in order; the
@@ -31,8 +32,8 @@ endif
 # (test/run_all.sh sets both up).
 # upgrade replaces the fresh extension by 1.0 updated to the newest version,
 # and the suites after it run on that.
-REGRESS = setup basic lifetimes scopes input security hostile_input semaphore fence upgrade basic
-ISOLATION = timeout shared fence_race
+REGRESS = setup basic lifetimes scopes input security hostile_input semaphore fence stats upgrade basic
+ISOLATION = timeout shared fence_race stats_wait
 ISOLATION_OPTS = --load-extension=zklock
 
 PG_CONFIG ?= pg_config

@@ -49,6 +49,10 @@
 #include "backend.h"
 #include "clock.h"
 #include "pg_compat.h"
+#include "stats.h"
+
+StaticAssertDecl(ZKL_STATS_NAME_LEN == ZKL_MAX_NAME_LEN,
+				 "zk_lock_stats keeps whole lock names");
 
 /* Hash key: 'x' or 's' for the mode, then the lock name. */
 #define ZKL_KEY_LEN		(ZKL_MAX_NAME_LEN + 2)
@@ -62,6 +66,8 @@ typedef struct zkl_local_lock
 	int32		session_count;
 	int32		xact_count;
 	int64		token;
+	TimestampTz granted_at;		/* for zk_lock_stats' hold time; 0 when
+								 * zklock.track_stats was off then */
 } zkl_local_lock;
 
 /* One transaction-scope acquire, and the resource owner it belongs to. */
@@ -101,6 +107,21 @@ static int	zkl_pub_slotno = -1;
 static uint32 zkl_pub_generation = 0;
 static int64 zkl_pub_token = 0; /* czxid of the request it names */
 
+/*
+ * The request being waited for, as zk_lock_stats will count it (stats.c):
+ * whether it found another holder ahead, and when it was asked.  Counted
+ * once, by how the wait ends; active is false when nothing is pending.
+ */
+static struct
+{
+	bool		active;
+	bool		xact;
+	bool		behind;
+	char		kind;
+	TimestampTz start;
+	char		name[ZKL_MAX_NAME_LEN + 1];
+}			zkl_stats_req;
+
 static void zkl_xact_callback(XactEvent event, void *arg);
 static void zkl_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								 SubTransactionId parentSubid, void *arg);
@@ -108,6 +129,7 @@ static void zkl_resource_release(ResourceReleasePhase phase, bool isCommit,
 								 bool isTopLevel, void *arg);
 static void zkl_backend_exit(int code, Datum arg);
 static void zkl_forget_xact_holds(const char *key);
+static void zkl_stats_hold_end(zkl_local_lock *lock, bool lost);
 static int	zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserve);
 
 static ProcessUtility_hook_type prev_process_utility = NULL;
@@ -190,6 +212,48 @@ zkl_make_key(char *key, const char *name, zkl_mode mode)
 	key[0] = (char) mode;
 	strlcpy(key + 1, name, ZKL_KEY_LEN - 1);
 }
+
+/* A request was posted: its outcome will be counted (zkl_stats_end). */
+static void
+zkl_stats_begin(const char *name, zkl_mode mode, bool xact, TimestampTz start)
+{
+	zkl_stats_req.active = zkl_stats_enabled();
+	if (!zkl_stats_req.active)
+		return;
+	zkl_stats_req.xact = xact;
+	zkl_stats_req.behind = false;
+	zkl_stats_req.kind = (char) mode;
+	zkl_stats_req.start = start;
+	strlcpy(zkl_stats_req.name, name, sizeof(zkl_stats_req.name));
+}
+
+/*
+ * The pending request ended as event says: count it, with the time it
+ * waited if it was behind another holder.  Returns the time it ended, 0
+ * when nothing was counted.  ZKL_STATS_HOLD_END forgets it uncounted (a
+ * try that found a holder, a failure of ZooKeeper's).
+ */
+static TimestampTz
+zkl_stats_end(zkl_stats_event event)
+{
+	zkl_stats_sample sample = {0};
+	TimestampTz now;
+
+	if (!zkl_stats_req.active)
+		return 0;
+	zkl_stats_req.active = false;
+	if (event == ZKL_STATS_HOLD_END)
+		return 0;
+	now = GetCurrentTimestamp();
+	sample.event = event;
+	sample.xact = zkl_stats_req.xact;
+	sample.behind = zkl_stats_req.behind;
+	sample.wait_ms = Max(now - zkl_stats_req.start, 0) / 1000.0;
+	zkl_stats_count(zkl_stats_req.name, zkl_stats_req.kind, &sample, now);
+	return now;
+}
+
+#define zkl_stats_forget()	((void) zkl_stats_end(ZKL_STATS_HOLD_END))
 
 static zkl_local_lock *
 zkl_find_local(const char *name, zkl_mode mode)
@@ -327,7 +391,11 @@ zkl_cancel_wait(bool counts_as_cancel)
 		(void) zkl_give_up(zkl_ask_slotno, zkl_ask_generation, false, false);
 	zkl_ask_slotno = -1;
 	if (zkl_wait_slotno < 0)
+	{
+		zkl_stats_forget();
 		return;
+	}
+	(void) zkl_stats_end(counts_as_cancel ? ZKL_STATS_CANCEL : ZKL_STATS_HOLD_END);
 	(void) zkl_give_up(zkl_wait_slotno, zkl_wait_generation, counts_as_cancel, false);
 	zkl_wait_slotno = -1;
 }
@@ -391,16 +459,55 @@ zkl_end_publication(void)
 }
 
 /*
+ * A hold ends (its slot is about to be given back): count its time, and
+ * how it ended, as its slot says: lost (the worker found its node gone, or
+ * took it away: revoked under zklock.on_revoke = cancel, or held past
+ * zklock.max_hold_time), asked to give the lock up, or neither.  lost: it
+ * is known lost whatever the slot says (granted in an ended session).
+ */
+static void
+zkl_stats_hold_end(zkl_local_lock *lock, bool lost)
+{
+	zkl_slot   *slot = &zkl_shared->slots[lock->slotno];
+	zkl_stats_sample sample = {0};
+	zkl_take_reason reason = ZKL_TAKE_NONE;
+	TimestampTz now = GetCurrentTimestamp();
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	if (slot->generation == lock->generation)
+	{
+		reason = slot->take_reason;
+		lost = lost || slot->state == ZKL_SLOT_LOST || reason != ZKL_TAKE_NONE;
+		sample.revoked = slot->revoke_requested;
+	}
+	LWLockRelease(zkl_shared->lock);
+
+	sample.event = ZKL_STATS_HOLD_END;
+	sample.hold_ms = Max(now - lock->granted_at, 0) / 1000.0;
+	sample.end = reason == ZKL_TAKE_HOLD_LIMIT ? ZKL_STATS_HOLD_LIMIT :
+		lost ? ZKL_STATS_LOST : ZKL_STATS_RELEASED;
+	zkl_stats_count(lock->key + 1, lock->key[0], &sample, now);
+}
+
+/*
  * Give a lock's slot back and forget it: its entry, and every transaction
  * hold of it, so that no count of a later hold of the same name can be
  * taken down by a hold of this one.
  */
 static void
-zkl_drop_local(zkl_local_lock *lock)
+zkl_drop_local_as(zkl_local_lock *lock, bool lost)
 {
+	if (lock->granted_at != 0 && zkl_stats_enabled())
+		zkl_stats_hold_end(lock, lost);
 	(void) zkl_give_up(lock->slotno, lock->generation, false, false);
 	zkl_forget_xact_holds(lock->key);
 	hash_search(zkl_locks, lock->key, HASH_REMOVE, NULL);
+}
+
+static void
+zkl_drop_local(zkl_local_lock *lock)
+{
+	zkl_drop_local_as(lock, false);
 }
 
 static void
@@ -850,6 +957,7 @@ zkl_post_request(const char *name, const char *dir, zkl_mode mode, int permits, 
 static void
 zkl_report_failed(const char *name, const char *dir, int zk_rc)
 {
+	(void) zkl_stats_end(zk_rc == ZKL_RC_DEADLOCK ? ZKL_STATS_DEADLOCK : ZKL_STATS_HOLD_END);
 	zkl_cancel_wait(false);
 	if (zk_rc == ZKL_RC_DEADLOCK)
 		ereport(ERROR,
@@ -872,6 +980,7 @@ zkl_report_failed(const char *name, const char *dir, int zk_rc)
 static void
 zkl_report_timeout(const char *name, int64 timeout_ms, bool connected, bool behind)
 {
+	(void) zkl_stats_end(ZKL_STATS_TIMEOUT);
 	zkl_cancel_wait(false);
 	zkl_count(timeouts);
 	if (!connected || !behind)
@@ -901,6 +1010,7 @@ zkl_report_deadlock(const char *name, int slotno, uint32 generation, const char 
 	if (!zkl_give_up(slotno, generation, false, true))
 		return;
 	zkl_wait_slotno = -1;
+	(void) zkl_stats_end(ZKL_STATS_DEADLOCK);
 	zkl_cancel_wait(false);
 	zkl_count(deadlocks_found);
 	ereport(ERROR,
@@ -972,6 +1082,9 @@ zkl_await_grant(const char *name, const char *dir, int slotno, uint32 generation
 		since = zkl_shared->disconnected_since;
 		LWLockRelease(zkl_shared->lock);
 
+		/* zk_lock_stats counts the wait of a request found behind another. */
+		if (behind)
+			zkl_stats_req.behind = true;
 		if (state == ZKL_SLOT_HELD)
 			return true;
 		if (state == ZKL_SLOT_BUSY)
@@ -1071,6 +1184,8 @@ zkl_request(const char *name, zkl_mode mode, int permits, bool xact, bool try_on
 		/* Reentrant: stack on the hold we have; ZooKeeper is not asked. */
 		zkl_count_hold(lock, xact, key);
 		*token = lock->token;
+		zkl_stats_begin(name, mode, xact, start);
+		(void) zkl_stats_end(ZKL_STATS_GRANTED);
 		return true;
 	}
 
@@ -1086,10 +1201,15 @@ zkl_request(const char *name, zkl_mode mode, int permits, bool xact, bool try_on
 	if (mode == ZKL_MODE_SEMAPHORE)
 		dir = psprintf("%s/locks", dir);
 	slotno = zkl_post_request(name, dir, mode, permits, xact, try_only, start, &generation);
+	zkl_stats_begin(name, mode, xact, start);
 	if (!zkl_await_grant(name, dir, slotno, generation, try_only,
 						 !try_only && mode != ZKL_MODE_SEMAPHORE, start, deadline, timeout_ms,
 						 session_wait_ms, token))
+	{
+		/* A try that found a holder: neither granted nor a wait. */
+		zkl_stats_forget();
 		return false;
+	}
 
 	/*
 	 * Known to the local table before it stops being the wait: no gap to leak
@@ -1101,6 +1221,7 @@ zkl_request(const char *name, zkl_mode mode, int permits, bool xact, bool try_on
 	lock->session_count = xact ? 0 : 1;
 	lock->xact_count = 0;
 	lock->token = *token;
+	lock->granted_at = zkl_stats_end(ZKL_STATS_GRANTED);
 	zkl_wait_slotno = -1;
 	zkl_end_publication();
 	if (xact)
@@ -1556,7 +1677,7 @@ zkl_report_if_other_session(zkl_local_lock *lock, int64 session)
 	if (session == 0 || granted == session)
 		return;
 	strlcpy(name, lock->key + 1, sizeof(name));
-	zkl_drop_local(lock);
+	zkl_drop_local_as(lock, true);
 	zkl_note_loss(name);
 	ereport(ERROR,
 			(errcode(ERRCODE_ZKLOCK_LOST),

@@ -8,7 +8,7 @@
  * Text that zklock shows comes from elsewhere too: lock names of databases
  * of other encodings, node names that other ZooKeeper clients chose.  What
  * is not valid in the reading database's encoding is shown the same way,
- * with %XX, so that no query breaks on it.
+ * with %XX, so that no query breaks on it (name_text.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -20,15 +20,6 @@
 
 #include "lock_name.h"
 #include "zklock.h"
-
-static void
-zkl_append_percent(StringInfo buf, unsigned char c)
-{
-	char		escape[3];
-
-	zkl_name_percent(escape, c);
-	appendBinaryStringInfo(buf, escape, sizeof(escape));
-}
 
 /* Validate a lock name and return its encoded form (palloc'd). */
 char	   *
@@ -103,35 +94,6 @@ zkl_waits_dir(void)
 	if (strcmp(zkl_root, "/") == 0)
 		return pstrdup("/.waits");
 	return psprintf("%s/.waits", zkl_root);
-}
-
-/*
- * Bytes of text in encoding src_encoding, as text of the current database:
- * as they are when they are ASCII, or valid here and of this database's
- * encoding; otherwise each non-ASCII byte and each '%' as %XX.
- */
-text	   *
-zkl_text_for_reader(const char *bytes, int len, int src_encoding)
-{
-	bool		ascii = true;
-	StringInfoData buf;
-
-	for (int i = 0; i < len && ascii; i++)
-		ascii = !IS_HIGHBIT_SET(bytes[i]);
-	if (ascii || (src_encoding == GetDatabaseEncoding() && pg_verifymbstr(bytes, len, true)))
-		return cstring_to_text_with_len(bytes, len);
-
-	initStringInfo(&buf);
-	for (int i = 0; i < len; i++)
-	{
-		unsigned char c = (unsigned char) bytes[i];
-
-		if (IS_HIGHBIT_SET(c) || c == '%')
-			zkl_append_percent(&buf, c);
-		else
-			appendStringInfoChar(&buf, (char) c);
-	}
-	return cstring_to_text_with_len(buf.data, buf.len);
 }
 
 /*

@@ -19,6 +19,7 @@
 #include "utils/wait_event.h"
 
 #include "pg_compat.h"
+#include "stats.h"
 #include "zklock.h"
 
 ZKL_MODULE_MAGIC;
@@ -140,6 +141,7 @@ zkl_shmem_request(void)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(zkl_shmem_size());
 	RequestNamedLWLockTranche("zklock", 1);
+	zkl_stats_shmem_request();
 }
 
 static void
@@ -148,6 +150,7 @@ zkl_shmem_startup_hook(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	zkl_shmem_startup();
+	zkl_stats_shmem_startup();
 	zkl_register_wait_events();
 }
 
@@ -273,6 +276,8 @@ zkl_define_settings(void)
 							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	zkl_stats_define_settings();
 
 	MarkGUCPrefixReserved("zklock");
 }

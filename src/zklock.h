@@ -18,6 +18,8 @@
 #include "storage/condition_variable.h"
 #include "storage/lwlock.h"
 
+#include "name_text.h"
+
 /*
  * Lock names are at most this many bytes; encoded, at most three times that.
  * A directory is "<root>/<encoded name>", and a semaphore's slot holds its
@@ -326,7 +328,6 @@ extern char *zkl_lock_dir(const char *name, int len);
 extern char *zkl_waits_dir(void);
 extern int	zkl_hex_digit(char c);
 extern char *zkl_decode_name(const char *encoded);
-extern text *zkl_text_for_reader(const char *bytes, int len, int src_encoding);
 extern void zkl_json_ascii(StringInfo buf, const char *value);
 
 /* worker.c */

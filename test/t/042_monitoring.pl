@@ -6,12 +6,14 @@
 # metrics included), and the test reads /metrics over HTTP as Prometheus
 # would.
 #  (1) Control: without the zklock grants the queries fail, and the exporter
-#      says so (pg_exporter_last_scrape_error 1, no zklock metric): the
-#      error metric the later steps rely on can show a failure.
+#      says so (pg_exporter_last_scrape_error 1, no zklock metric but those
+#      of zk_lock_stats, which pg_monitor reads through pg_read_all_stats):
+#      the error metric the later steps rely on can show a failure.
 #  (2) With the documented grants: a session hold, a shared hold, a
 #      transaction hold and a waiter give exactly those counts by state,
 #      mode and scope (every other combination 0), the counters equal
-#      zk_status()'s, and the session state is connected.
+#      zk_status()'s, the per-lock figures equal zk_lock_stats', and the
+#      session state is connected.
 #  (3) An operator deletes the transaction hold's node: the hold is counted
 #      lost, and lost_total follows zk_status().lost.
 #  (4) ZooKeeper stopped: the exporter still answers without a query error,
@@ -184,7 +186,8 @@ wait_until(sub { $m = scrape() }, 30, 'the exporter answers on /metrics')
 # ---------------------------------------------------------------------
 is($m->{pg_up}, 1, '(1) pg_up is 1: the exporter reaches PostgreSQL');
 is($m->{pg_exporter_last_scrape_error}, 1, '(1) without the zklock grants the scrape reports a query error');
-is(scalar(grep { /^zklock_/ } keys %$m), 0, '(1) and no zklock metric');
+is(scalar(grep { /^zklock_/ && !/^zklock_lock_stats_/ } keys %$m), 0, '(1) and no zklock metric but those of zk_lock_stats');
+is($m->{zklock_lock_stats_info_entries}, 0, '(1) which pg_monitor reads through pg_read_all_stats: no lock counted yet');
 like(slurp_file($exporter_log), qr/permission denied for function zk_status/, '(1) the exporter logs why');
 
 # ---------------------------------------------------------------------
@@ -249,10 +252,10 @@ is_deeply(
 	{ map { $_ => $m->{type}{$_} } @zklock_metrics },
 	{ map { $_ => (/_total$/ ? 'counter' : 'gauge') } @zklock_metrics },
 	'(2) the *_total metrics are counters, the others gauges');
-is(scalar(@zklock_metrics), 21, '(2) 21 zklock metrics');
+is(scalar(@zklock_metrics), 39, '(2) 39 zklock metrics');
 is_deeply(
 	[ sort map { keys %{ $m->{server}{$_} } } @zklock_metrics ],
-	[ (join(':', $a->host, $a->port)) x 21 ],
+	[ (join(':', $a->host, $a->port)) x 39 ],
 	'(2) each carries the label server="host:port" of its cluster');
 # README's "Performance" figure, from the metrics as the PromQL of README's
 # monitoring section computes it, and from zk_status() as its SQL does.
@@ -262,6 +265,30 @@ is( sprintf('%.2f',
 	$a->safe_psql('postgres',
 		'SELECT round((zk_requests - release_requests)::numeric / nullif(acquired, 0), 2) FROM zk_status()'),
 	'(2) requests per acquire from the metrics = README\'s SQL on zk_status()');
+# zk_lock_stats: one series per lock and kind, each figure zk_lock_stats'.
+my @stats = qw(acquired_session acquired_xact granted_at_once waited holds timeouts cancels deadlocks
+  losses revocations hold_limit_expiries);
+my %sql_stats;
+for (split /\n/, $a->safe_psql('postgres', 'SELECT name, kind, ' . join(', ', @stats) . ' FROM zk_lock_stats'))
+{
+	my ($lock, $kind, @v) = split /\|/;
+	$sql_stats{$_}{qq{kind="$kind",lock="$lock"}} = shift @v for @stats;
+}
+is_deeply(series($m, "zklock_lock_stats_${_}_total"), $sql_stats{$_}, "(2) zklock_lock_stats_${_}_total = zk_lock_stats.$_")
+  for @stats;
+is_deeply(
+	{
+		map { my $l = $_; $l => join(',', map { series($m, "zklock_lock_stats_${_}_total")->{$l} } qw(acquired_session acquired_xact granted_at_once)) }
+		  keys %{ series($m, 'zklock_lock_stats_acquired_session_total') }
+	},
+	{
+		'kind="exclusive",lock="m1"' => '1,0,1',
+		'kind="shared",lock="sh"'    => '1,0,1',
+		'kind="exclusive",lock="x1"' => '0,1,1',
+	},
+	'(2) m1, sh and x1 granted once each at once, by scope; the waiter not yet counted');
+is($m->{zklock_lock_stats_info_entries}, 3, '(2) zklock_lock_stats_info_entries = 3');
+is($m->{zklock_lock_stats_info_evicted_total}, 0, '(2) none evicted');
 
 # ---------------------------------------------------------------------
 # (3) A lost hold.
