@@ -124,6 +124,29 @@ zkl_contender_parse(const char *child, zkl_contender_name *out)
 	return true;
 }
 
+/*
+ * Whether child is a semaphore's lease: any name that ends in a sequence
+ * number (Curator's "lease-", protected or not); all leases are alike.
+ */
+bool
+zkl_lease_parse(const char *child, zkl_contender_name *out)
+{
+	size_t		len = strlen(child);
+	int64_t		seq = 0;
+
+	if (len < 10)
+		return false;
+	for (const char *p = child + len - 10; *p; p++)
+	{
+		if (*p < '0' || *p > '9')
+			return false;
+		seq = seq * 10 + (*p - '0');
+	}
+	out->seq = (int32_t) (uint32_t) seq;
+	out->shared = false;
+	return true;
+}
+
 /* Serial-number order: negative when a is ahead of b, 0 when equal. */
 int
 zkl_seq_compare(int32_t a, int32_t b)
