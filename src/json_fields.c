@@ -26,6 +26,46 @@
 #include "pg_compat.h"
 
 /*
+ * How deep JSON of a node may nest.  zklock's descriptions and published
+ * waits are flat objects; PostgreSQL's parser recurses once per level, and
+ * a client may write a megabyte of "[" (in the server: "stack depth limit
+ * exceeded", an error for the whole listing; in the frontend build, the
+ * stack).  Deeper data is not zklock's, and is not parsed.
+ */
+#define ZKL_JSON_MAX_DEPTH 64
+
+/* Whether data nests no deeper than ZKL_JSON_MAX_DEPTH, strings aside. */
+static bool
+zkl_json_depth_ok(const char *data, int len)
+{
+	int			depth = 0;
+	bool		in_string = false;
+
+	for (int i = 0; i < len; i++)
+	{
+		char		c = data[i];
+
+		if (in_string)
+		{
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_string = false;
+		}
+		else if (c == '"')
+			in_string = true;
+		else if (c == '{' || c == '[')
+		{
+			if (++depth > ZKL_JSON_MAX_DEPTH)
+				return false;
+		}
+		else if (c == '}' || c == ']')
+			depth--;
+	}
+	return true;
+}
+
+/*
  * Whether data (len bytes, a NUL after them) is zklock's own description:
  * JSON, valid in encoding, with the cluster's system identifier.
  */
@@ -35,7 +75,7 @@ zkl_is_zklock_json(const char *data, int len, int encoding)
 	JsonLexContext *lex;
 
 	if (len == 0 || data[0] != '{' || memchr(data, '\0', len) != NULL ||
-		strstr(data, "\"system_identifier\"") == NULL)
+		strstr(data, "\"system_identifier\"") == NULL || !zkl_json_depth_ok(data, len))
 		return false;
 	lex = zkl_json_lexer(data, len, encoding);
 	return pg_parse_json(lex, &nullSemAction) == JSON_SUCCESS;
@@ -152,7 +192,8 @@ zkl_json_fields(const char *data, int len, const char *const *keys, char **value
 	bool		expect_key = false;
 
 	memset(values, 0, sizeof(char *) * nkeys);
-	if (len == 0 || data[0] != '{' || memchr(data, '\0', len) != NULL)
+	if (len == 0 || data[0] != '{' || memchr(data, '\0', len) != NULL ||
+		!zkl_json_depth_ok(data, len))
 		return false;
 	/* The whole text is JSON first; escapes are not decoded (converted). */
 	lex = zkl_json_lexer(data, len, PG_UTF8);
@@ -189,9 +230,20 @@ zkl_json_fields(const char *data, int len, const char *const *keys, char **value
 						if (strcmp(key, keys[k]) == 0)
 							want = k;
 					/* A later duplicate decides, as in jsonb. */
-					if (want >= 0)
+					if (want >= 0 && values[want] != NULL)
+					{
+						pfree(values[want]);
 						values[want] = NULL;
+					}
 					expect_key = false;
+
+					/*
+					 * Nothing is kept of what is not a field (in a backend
+					 * it would last until the end of the query): a megabyte
+					 * of keys would keep a kilobyte each.
+					 */
+					if (key)
+						pfree(key);
 				}
 				else if (depth == 1 && want >= 0)
 				{
