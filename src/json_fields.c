@@ -238,9 +238,9 @@ zkl_json_fields(const char *data, int len, const char *const *keys, char **value
 					expect_key = false;
 
 					/*
-					 * Nothing is kept of what is not a field (in a backend
-					 * it would last until the end of the query): a megabyte
-					 * of keys would keep a kilobyte each.
+					 * Nothing is kept of what is not a field (in a backend it
+					 * would last until the end of the query): a megabyte of
+					 * keys would keep a kilobyte each.
 					 */
 					if (key)
 						pfree(key);

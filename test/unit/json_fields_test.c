@@ -36,7 +36,7 @@ static void
 test_description(void)
 {
 	const char *d = "{\"cluster\":\"caf\\u00e9 \\ud83d\\udd12\",\"system_identifier\":\"7311447301416251424\","
-		"\"host\":\"h\\\"1\\\\\",\"port\":5432,\"pid\":48211,\"mode\":\"exclusive\"}";
+	"\"host\":\"h\\\"1\\\\\",\"port\":5432,\"pid\":48211,\"mode\":\"exclusive\"}";
 	char	   *f[NKEYS];
 
 	check(zkl_is_zklock_json(d, strlen(d), PG_UTF8), "description: zklock's");
