@@ -32,13 +32,15 @@ my $kz = peer_start('kazoo writer', [ '/usr/bin/python3', "$FindBin::RealBin/../
 is($kz->cmd("connect $zk->{connect}"), 'ok', 'the kazoo client connects');
 my $session = $kz->cmd('session');
 
-# Data as hex for kazoo_writer's createhex.
+# Data as hex for kazoo_writer's createhex (sequential when the path ends
+# in "-" or "__"), or createplain (never).
 sub hostile
 {
-	my ($path, $data) = @_;
-	my $got = $kz->cmd("createhex $path " . unpack('H*', $data));
-	unlike($got, qr/^error/, 'kazoo writes ' . (length($data) > 60 ? length($data) . ' bytes' : "'$data'")
-		  . " at $path") or diag($got);
+	my ($path, $data, $plain) = @_;
+	my $how = $plain ? 'createplain' : 'createhex';
+	my $got = $kz->cmd("$how $path " . unpack('H*', $data));
+	my $what = length($data) > 60 || $data =~ /[^\x20-\x7e]/ ? length($data) . ' bytes' : "'$data'";
+	unlike($got, qr/^error/, "kazoo writes $what at $path") or diag($got);
 	return $got;
 }
 
@@ -70,7 +72,7 @@ my @junk = (
 my @kinds = sort keys %data;
 for my $i (0 .. $#junk)
 {
-	hostile("/zklock/h1/$junk[$i]", $data{ $kinds[ $i % @kinds ] });
+	hostile("/zklock/h1/$junk[$i]", $data{ $kinds[ $i % @kinds ] }, 1);
 }
 my $ha = holder($a, 'h1');
 pass('a takes h1 beside ten nodes that are no contenders');
@@ -136,7 +138,7 @@ for my $k (@kinds)
 	hostile("/zklock/.waits/$session-$pid", $data{$k});
 }
 hostile("/zklock/.waits/$session-0", $data{deep});
-hostile("/zklock/.waits/$session-", $data{keys});
+hostile("/zklock/.waits/$session-", $data{keys}, 1);
 for my $pair ([ $a, $b ], [ $b, $a ])
 {
 	my ($x, $y) = @$pair;
