@@ -28,9 +28,11 @@
 /*
  * How deep JSON of a node may nest.  zklock's descriptions and published
  * waits are flat objects; PostgreSQL's parser recurses once per level, and
- * a client may write a megabyte of "[" (in the server: "stack depth limit
- * exceeded", an error for the whole listing; in the frontend build, the
- * stack).  Deeper data is not zklock's, and is not parsed.
+ * a client may write a megabyte of "[".  The worker reads at most
+ * ZKL_MAX_INSPECT_DATA bytes of a node, so the server's stack is not at
+ * risk today, but the frontend build's was (test/fuzz), and no reader
+ * should depend on that bound.  Deeper data is not zklock's, and is not
+ * parsed.
  */
 #define ZKL_JSON_MAX_DEPTH 64
 

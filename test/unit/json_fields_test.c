@@ -7,9 +7,9 @@
  *		field, escapes decoded to UTF-8, a later duplicate deciding; and the
  *		hostile data that the fuzz targets (test/fuzz) found harms nothing:
  *		what a reading keeps allocated grows no more than linearly with the
- *		data (a backend keeps it all until its query ends), and JSON nested
- *		as deep as ZooKeeper's 1 MB of data allows is refused without
- *		recursing into it.  Prints TAP; exits non-zero when a test fails.
+ *		data (a backend keeps it all until its query ends, for every node
+ *		of a directory), and JSON nested as deep as ZooKeeper's 1 MB of
+ *		data allows is refused without recursing into it.  Prints TAP; exits non-zero when a test fails.
  *
  *-------------------------------------------------------------------------
  */
