@@ -4,7 +4,7 @@ MODULE_big = zklock
 OBJS = src/zklock.o src/shmem.o src/encode.o src/worker.o src/requests.o src/session_file.o src/lock_rule.o src/recipe.o \
 	src/backend.o src/contenders.o src/functions.o src/semaphore.o src/fence.o \
 	src/waits_for.o src/deadlock.o src/lock_name.o src/clock.o src/heartbeat.o \
-	src/stats.o src/stats_record.o src/name_text.o
+	src/stats.o src/stats_record.o src/name_text.o src/json_fields.o src/session_record.o
 
 EXTENSION = zklock
 # The first version's script and every update after it, in order; the
@@ -55,6 +55,14 @@ bench:
 	bash bench/run.sh
 .PHONY: bench
 
+# The fuzz targets of every parser of data from ZooKeeper or from disk
+# (test/fuzz, built with clang's libFuzzer and sanitizers, without a
+# server): each runs for FUZZ_SECONDS seconds (default 60) and prints the
+# inputs it executed and its crashes; see test/fuzz/README.md.
+fuzz:
+	$(MAKE) -C $(srcdir)/test/fuzz PG_CONFIG=$(PG_CONFIG) run
+.PHONY: fuzz
+
 # PostgreSQL's own habits: `make indent` formats the C sources as pgindent
 # formats PostgreSQL's (pg_bsd_indent with pgindent's options and
 # src/typedefs.list, which `make typedefs` renews from the debug information
@@ -65,7 +73,7 @@ PG_BSD_INDENT ?= pg_bsd_indent
 PGINDENT_OPTS = -bad -bap -bbb -bc -bl -cli1 -cp33 -cdb -nce -d0 -di12 -nfc1 -i4 -l79 \
 	-lp -lpl -nip -npro -sac -tpg -ts4
 INDENT_FILES = $(wildcard $(srcdir)/src/*.c $(srcdir)/src/*.h $(srcdir)/test/unit/*.c \
-	$(srcdir)/test/tools/*.c $(srcdir)/bench/*.c)
+	$(srcdir)/test/tools/*.c $(srcdir)/bench/*.c $(srcdir)/test/fuzz/*.c $(srcdir)/test/fuzz/*.h)
 
 indent:
 	@for f in $(INDENT_FILES); do \
@@ -91,7 +99,7 @@ check-static:
 	done; \
 	$(MAKE) -s clean && \
 	$(MAKE) -s COPT='-Wall -Wextra -Wno-unused-parameter -Werror' all >/dev/null || { echo "the -Wall -Wextra build warns"; status=1; }; \
-	$(MAKE) -s -C $(srcdir)/test/unit all || status=1; \
+	$(MAKE) -s -C $(srcdir)/test/unit PG_CONFIG=$(PG_CONFIG) all || status=1; \
 	[ "$(LINT)" = no ] || cppcheck --quiet --error-exitcode=1 --std=c99 --enable=warning,performance,portability \
 		--suppress='*:/usr/include/*' --suppress='*:$(shell $(PG_CONFIG) --includedir-server)/*' \
 		--suppress=toomanyconfigs \

@@ -26,6 +26,7 @@
 #include "utils/resowner.h"
 
 #include "backend.h"
+#include "json_fields.h"
 #include "lock_rule.h"
 #include "pg_compat.h"
 
@@ -36,180 +37,6 @@ zkl_cmp_contenders(const void *a, const void *b)
 	const zkl_contender *y = b;
 
 	return zkl_seq_compare(x->name.seq, y->name.seq);
-}
-
-/* Our own description is JSON with the cluster's system identifier. */
-static bool
-zkl_is_zklock_json(const char *data, int len)
-{
-	JsonLexContext *lex;
-
-	if (len == 0 || data[0] != '{' || memchr(data, '\0', len) != NULL ||
-		strstr(data, "\"system_identifier\"") == NULL)
-		return false;
-	lex = zkl_json_lexer(data, len, GetDatabaseEncoding());
-	return pg_parse_json(lex, &nullSemAction) == JSON_SUCCESS;
-}
-
-static int
-zkl_hex4(const char *s)
-{
-	int			v = 0;
-
-	for (int i = 0; i < 4; i++)
-	{
-		int			d = zkl_hex_digit(s[i]);
-
-		if (d < 0)
-			return -1;
-		v = v * 16 + d;
-	}
-	return v;
-}
-
-/*
- * A JSON string token (quotes included, escapes checked by the lexer) as
- * UTF-8: no conversion to the database's encoding, which may lack its
- * characters.  NULL for an escape of U+0000 or a broken surrogate.
- */
-static char *
-zkl_json_string_utf8(const char *tok, int len)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	for (int i = 1; i < len - 1; i++)
-	{
-		char		c = tok[i];
-		int			code;
-		unsigned char utf8[8];
-
-		if (c != '\\')
-		{
-			appendStringInfoChar(&buf, c);
-			continue;
-		}
-		c = tok[++i];
-		switch (c)
-		{
-			case 'b':
-				appendStringInfoChar(&buf, '\b');
-				break;
-			case 'f':
-				appendStringInfoChar(&buf, '\f');
-				break;
-			case 'n':
-				appendStringInfoChar(&buf, '\n');
-				break;
-			case 'r':
-				appendStringInfoChar(&buf, '\r');
-				break;
-			case 't':
-				appendStringInfoChar(&buf, '\t');
-				break;
-			case 'u':
-				if (i + 4 >= len - 1 || (code = zkl_hex4(tok + i + 1)) <= 0)
-					return NULL;
-				i += 4;
-				if (code >= 0xD800 && code <= 0xDBFF)
-				{
-					int			low = i + 6 < len - 1 && tok[i + 1] == '\\' && tok[i + 2] == 'u' ?
-					zkl_hex4(tok + i + 3) : -1;
-
-					if (low < 0xDC00 || low > 0xDFFF)
-						return NULL;
-					code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
-					i += 6;
-				}
-				else if (code >= 0xDC00 && code <= 0xDFFF)
-					return NULL;
-				unicode_to_utf8((pg_wchar) code, utf8);
-				appendBinaryStringInfo(&buf, (char *) utf8, pg_utf_mblen(utf8));
-				break;
-			default:
-				appendStringInfoChar(&buf, c);	/* " \ / */
-				break;
-		}
-	}
-	return buf.data;
-}
-
-/*
- * The top-level string and number fields keys[i] of JSON data into
- * values[i] (NULL when absent), strings as UTF-8 whatever the database's
- * encoding, so that a description with characters this database lacks is
- * still read.  False, and every value NULL, when data is no JSON object.
- */
-bool
-zkl_json_fields(const char *data, int len, const char *const *keys, char **values, int nkeys)
-{
-	JsonLexContext *lex;
-	int			depth = 0;
-	int			want = -1;		/* the key whose value comes next */
-	bool		expect_key = false;
-
-	memset(values, 0, sizeof(char *) * nkeys);
-	if (len == 0 || data[0] != '{' || memchr(data, '\0', len) != NULL)
-		return false;
-	/* The whole text is JSON first; escapes are not decoded (converted). */
-	lex = zkl_json_lexer(data, len, PG_UTF8);
-	if (pg_parse_json(lex, &nullSemAction) != JSON_SUCCESS)
-		return false;
-	lex = zkl_json_lexer(data, len, PG_UTF8);
-	while (json_lex(lex) == JSON_SUCCESS && lex->token_type != JSON_TOKEN_END)
-	{
-		const char *tok = lex->token_start;
-		int			toklen = lex->token_terminator - lex->token_start;
-
-		switch (lex->token_type)
-		{
-			case JSON_TOKEN_OBJECT_START:
-			case JSON_TOKEN_ARRAY_START:
-				depth++;
-				expect_key = depth == 1;
-				want = -1;
-				break;
-			case JSON_TOKEN_OBJECT_END:
-			case JSON_TOKEN_ARRAY_END:
-				depth--;
-				break;
-			case JSON_TOKEN_COMMA:
-				expect_key = depth == 1;
-				break;
-			case JSON_TOKEN_STRING:
-				if (depth == 1 && expect_key)
-				{
-					char	   *key = zkl_json_string_utf8(tok, toklen);
-
-					want = -1;
-					for (int k = 0; key && k < nkeys; k++)
-						if (strcmp(key, keys[k]) == 0)
-							want = k;
-					/* A later duplicate decides, as in jsonb. */
-					if (want >= 0)
-						values[want] = NULL;
-					expect_key = false;
-				}
-				else if (depth == 1 && want >= 0)
-				{
-					values[want] = zkl_json_string_utf8(tok, toklen);
-					want = -1;
-				}
-				break;
-			case JSON_TOKEN_NUMBER:
-				if (depth == 1 && want >= 0)
-					values[want] = pnstrdup(tok, toklen);
-				want = -1;
-				break;
-			case JSON_TOKEN_COLON:
-				break;
-			default:
-				if (depth == 1)
-					want = -1;
-				break;
-		}
-	}
-	return true;
 }
 
 /*
@@ -327,29 +154,6 @@ zkl_fetch_directory(const char *name, const char *dir)
 }
 
 /*
- * A semaphore's lease: any name that ends in a sequence number (Curator's
- * "lease-", protected or not); all leases are alike.
- */
-static bool
-zkl_lease_parse(const char *child, zkl_contender_name *out)
-{
-	size_t		len = strlen(child);
-	int64		seq = 0;
-
-	if (len < 10)
-		return false;
-	for (const char *p = child + len - 10; *p; p++)
-	{
-		if (*p < '0' || *p > '9')
-			return false;
-		seq = seq * 10 + (*p - '0');
-	}
-	out->seq = (int32) (uint32) seq;
-	out->shared = false;
-	return true;
-}
-
-/*
  * The contenders in the worker's reply, in listing order: the children of
  * a layout zklock reads, each with its data, zklock's description as jsonb
  * when the data is one, and its owner.  *count gets how many there are.
@@ -384,7 +188,7 @@ zkl_contenders_of(zkl_inspect_reply *reply, bool leases, bool describe, int *cou
 		c->holder = (Datum) 0;
 		c->owner = NULL;
 		c->unreadable = e->unreadable;
-		c->is_zklock = zkl_is_zklock_json(c->data, c->data_len);
+		c->is_zklock = zkl_is_zklock_json(c->data, c->data_len, GetDatabaseEncoding());
 		/* Who it is, from the description in any encoding (UTF-8 here). */
 		if (c->is_zklock &&
 			zkl_json_fields(c->data, c->data_len, keys, f, lengthof(keys)) && f[0] && f[1])

@@ -51,6 +51,8 @@
 #include "utils/timestamp.h"
 
 #include "backend.h"
+#include "json_fields.h"
+#include "lock_name.h"
 #include "waits_for.h"
 
 /* A wait as published in <root>/.waits (or this backend's own). */
@@ -158,23 +160,11 @@ zkl_lock_of_dir(const char *dir)
 static bool
 zkl_lock_dir_ok(const char *dir, const char *node)
 {
-	const char *root = strcmp(zkl_root, "/") == 0 ? "" : zkl_root;
-	size_t		len = strlen(root);
-	const char *name;
+	char		name[ZKL_MAX_NAME_LEN + 1];
 
-	if (dir == NULL || node == NULL || strlen(dir) >= ZKL_MAX_DIR_LEN ||
-		strncmp(dir, root, len) != 0 || dir[len] != '/')
-		return false;
-	name = dir + len + 1;
-	if (strchr(name, '/') != NULL || zkl_decode_name(name) == NULL)
-		return false;
-	/* A node name of a lock layout: printable ASCII, no slash. */
-	if (node[0] == '\0' || strlen(node) >= ZKL_MAX_NODE_LEN)
-		return false;
-	for (const char *p = node; *p; p++)
-		if (*p <= 0x20 || *p >= 0x7F || *p == '/')
-			return false;
-	return true;
+	return dir != NULL && node != NULL && strlen(dir) < ZKL_MAX_DIR_LEN &&
+		zkl_lock_dir_decode(zkl_root, dir, name, ZKL_MAX_NAME_LEN) > 0 &&
+		zkl_node_name_ok(node, ZKL_MAX_NODE_LEN);
 }
 
 /*

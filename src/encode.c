@@ -42,19 +42,6 @@ zkl_encode_name(const char *name, int len)
 	return encoded;
 }
 
-/* The value of a hexadecimal digit, or -1. */
-int
-zkl_hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 /*
  * The lock name (its bytes, in the encoding of the database that named it)
  * of an encoded name, as zkl_encode_name writes them; NULL for anything

@@ -16,6 +16,8 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <string.h>
+
 #include "lock_name.h"
 
 /* Whether byte c is written as itself (first: it begins the name). */
@@ -111,4 +113,37 @@ zkl_name_decode(const char *encoded, char *out, int max_len)
 	}
 	out[n] = '\0';
 	return n > 0 ? n : -1;
+}
+
+/*
+ * The lock name of dir, when dir is a lock directory as the backends build
+ * them under root (an absolute path, "/" for none): root, "/" and one
+ * component that zkl_name_decode takes.  Decodes it into name (room for
+ * max_len + 1 bytes) and returns its length, or -1 for any other path.
+ */
+int
+zkl_lock_dir_decode(const char *root, const char *dir, char *name, int max_len)
+{
+	size_t		len = strcmp(root, "/") == 0 ? 0 : strlen(root);
+
+	if (strncmp(dir, root, len) != 0 || dir[len] != '/' ||
+		strchr(dir + len + 1, '/') != NULL)
+		return -1;
+	return zkl_name_decode(dir + len + 1, name, max_len);
+}
+
+/*
+ * Whether node is a node name of a lock layout zklock reads: 1 to
+ * size - 1 bytes of printable ASCII, no slash.
+ */
+bool
+zkl_node_name_ok(const char *node, size_t size)
+{
+	size_t		len = 0;
+
+	for (; node[len] != '\0'; len++)
+		if (len + 1 >= size || node[len] <= 0x20 || node[len] >= 0x7F ||
+			node[len] == '/')
+			return false;
+	return len > 0;
 }

@@ -64,7 +64,8 @@ static const struct
 
 /*
  * The sequence ZooKeeper appends: "%010d" of a signed 32-bit number, so ten
- * digits, or a minus sign and nine or ten digits.
+ * digits, or a minus sign and nine digits, or a minus sign and ten digits
+ * of which the first is not 0; never -0.  Each number has one spelling.
  */
 static bool
 zkl_seq_parse(const char *p, int32_t *seq)
@@ -78,6 +79,8 @@ zkl_seq_parse(const char *p, int32_t *seq)
 	ndigits = strlen(p);
 	if (ndigits != 10 && !(negative && ndigits == 9))
 		return false;
+	if (negative && ndigits == 10 && *p == '0')
+		return false;
 	for (; *p; p++)
 	{
 		if (*p < '0' || *p > '9')
@@ -85,7 +88,11 @@ zkl_seq_parse(const char *p, int32_t *seq)
 		value = value * 10 + (*p - '0');
 	}
 	if (negative)
+	{
+		if (value == 0)
+			return false;
 		value = -value;
+	}
 	if (value < INT32_MIN || value > INT32_MAX)
 		return false;
 	*seq = (int32_t) value;
@@ -121,6 +128,35 @@ zkl_contender_parse(const char *child, zkl_contender_name *out)
 	if (digits == NULL || !zkl_seq_parse(digits, &out->seq))
 		return false;
 	out->shared = shared;
+	return true;
+}
+
+/*
+ * Whether child is a semaphore's lease: Curator's "lease-" (protected or
+ * not) and the sequence after its last one, read as a contender's; or any
+ * other name that ends in ten digits of a number the counter reaches.  All
+ * leases are alike.
+ */
+bool
+zkl_lease_parse(const char *child, zkl_contender_name *out)
+{
+	static const char marker[] = "lease-";
+	const char *digits = NULL;
+	size_t		len = strlen(child);
+
+	for (const char *hit = child; (hit = strstr(hit, marker)) != NULL; hit++)
+		digits = hit + strlen(marker);
+	if (digits == NULL)
+	{
+		if (len < 10 || (len > 10 && child[len - 11] >= '0' && child[len - 11] <= '9'))
+			return false;
+		digits = child + len - 10;
+		if (*digits == '-')
+			return false;
+	}
+	if (!zkl_seq_parse(digits, &out->seq))
+		return false;
+	out->shared = false;
 	return true;
 }
 

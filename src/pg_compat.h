@@ -13,6 +13,23 @@
 #define ZKLOCK_PG_COMPAT_H
 
 #include "common/jsonapi.h"
+
+/*
+ * A lexer over a counted text, palloc'd in the current memory context.  17
+ * takes an optional context to fill in as first argument.  Frontend code
+ * (json_fields.c in the fuzz targets, test/fuzz) uses it too: everything
+ * else here is the server's alone.
+ */
+#if PG_VERSION_NUM >= 170000
+#define zkl_json_lexer(json, len, encoding) \
+	makeJsonLexContextCstringLen(NULL, (json), (len), (encoding), false)
+#else
+#define zkl_json_lexer(json, len, encoding) \
+	makeJsonLexContextCstringLen((char *) (json), (len), (encoding), false)
+#endif
+
+#ifndef FRONTEND
+
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "utils/wait_event.h"
@@ -33,18 +50,6 @@
 #define ZKL_MY_PROCNO	MyProcNumber
 #else
 #define ZKL_MY_PROCNO	(MyProc->pgprocno)
-#endif
-
-/*
- * A lexer over a counted text, palloc'd in the current memory context.  17
- * takes an optional context to fill in as first argument.
- */
-#if PG_VERSION_NUM >= 170000
-#define zkl_json_lexer(json, len, encoding) \
-	makeJsonLexContextCstringLen(NULL, (json), (len), (encoding), false)
-#else
-#define zkl_json_lexer(json, len, encoding) \
-	makeJsonLexContextCstringLen((char *) (json), (len), (encoding), false)
 #endif
 
 /*
@@ -96,5 +101,7 @@ typedef enum zkl_wait
 } zkl_wait;
 
 extern uint32 zkl_wait_event(zkl_wait what);
+
+#endif							/* !FRONTEND */
 
 #endif							/* ZKLOCK_PG_COMPAT_H */

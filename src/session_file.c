@@ -40,40 +40,7 @@
 #include "session_file.h"
 
 #define ZKL_SESSION_FILE	"zklock.session"
-#define ZKL_SESSION_MAGIC	0x5A4B4C53	/* "ZKLS" */
-#define ZKL_SESSION_VERSION	2
 #define ZKL_BOOT_ID_FILE	"/proc/sys/kernel/random/boot_id"
-
-/* The file's contents. */
-typedef struct zkl_session_record
-{
-	uint32		magic;
-	uint32		version;
-	zkl_incarnation writer;
-	int64		session_id;
-	char		passwd[16];
-} zkl_session_record;
-
-/*
- * Whether a recorded incarnation is this one; when not, *why says what
- * differs.  Pure: no file, server or ZooKeeper is consulted.
- */
-bool
-zkl_same_incarnation(const zkl_incarnation *recorded, const zkl_incarnation *here,
-					 const char **why)
-{
-	if (recorded->system_identifier != here->system_identifier)
-		*why = "it belongs to another database system";
-	else if (recorded->boot_id[0] == '\0' || here->boot_id[0] == '\0')
-		*why = "the machine's boot id is unknown";
-	else if (strcmp(recorded->boot_id, here->boot_id) != 0)
-		*why = "it was written by another machine, or before this machine booted";
-	else if (recorded->data_dev != here->data_dev || recorded->data_ino != here->data_ino)
-		*why = "it was written in another data directory: this one is a copy";
-	else
-		return true;
-	return false;
-}
 
 /* This server's marks; the working directory is the data directory. */
 static void
@@ -137,27 +104,27 @@ bool
 zkl_session_file_load(int64 *session_id, char *passwd)
 {
 	FILE	   *f = AllocateFile(ZKL_SESSION_FILE, PG_BINARY_R);
-	zkl_session_record rec;
+	char		bytes[sizeof(zkl_session_record) + 1];
+	size_t		len;
 	zkl_incarnation here;
 	const char *why;
-	bool		complete;
 
 	if (f == NULL)
+	{
+		if (errno != ENOENT)
+			ereport(LOG,
+					(errcode_for_file_access(),
+					 errmsg("could not open file \"%s\": %m", ZKL_SESSION_FILE),
+					 errdetail("This server opens a ZooKeeper session of its own.")));
 		return false;
-	complete = fread(&rec, sizeof(rec), 1, f) == 1;
+	}
+	/* One byte more than a record: a longer file is no record either. */
+	len = fread(bytes, 1, sizeof(bytes), f);
 	FreeFile(f);
 
 	zkl_this_incarnation(&here);
-	if (!complete || rec.magic != ZKL_SESSION_MAGIC || rec.version != ZKL_SESSION_VERSION)
-		why = "its format is not this version's";
-	else if (rec.session_id == 0)
-		why = "it names no session";
-	else if (zkl_same_incarnation(&rec.writer, &here, &why))
-	{
-		*session_id = rec.session_id;
-		memcpy(passwd, rec.passwd, sizeof(rec.passwd));
+	if (zkl_session_record_check(bytes, len, &here, session_id, passwd, &why))
 		return true;
-	}
 
 	ereport(LOG,
 			(errmsg("zklock ignores the ZooKeeper session recorded in \"%s\": %s",

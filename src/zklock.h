@@ -326,7 +326,6 @@ typedef struct zkl_inspect_entry
 extern char *zkl_encode_name(const char *name, int len);
 extern char *zkl_lock_dir(const char *name, int len);
 extern char *zkl_waits_dir(void);
-extern int	zkl_hex_digit(char c);
 extern char *zkl_decode_name(const char *encoded);
 extern void zkl_json_ascii(StringInfo buf, const char *value);
 

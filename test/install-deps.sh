@@ -11,7 +11,9 @@
 # around PostgreSQL: pgbouncer, pg_cron, alembic (with psycopg2), the
 # Prometheus exporter; debhelper and postgresql-server-dev-all build the
 # Debian package.  bison, flex, readline and zlib build PostgreSQL 18 from
-# source (test/pgcache.sh), which Debian 12 does not package.  Idempotent:
+# source (test/pgcache.sh), which Debian 12 does not package.  clang and
+# its runtime libraries (libFuzzer, the sanitizers) build the fuzz targets
+# (test/fuzz).  Idempotent:
 # with everything present it only checks, and never touches the network.
 #
 # install-deps.sh --demo installs only what the demo (test/demo.sh) needs:
@@ -31,7 +33,8 @@ PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev zookeeper
 	pg-bsd-indent cppcheck linux-perf
 	pgbouncer postgresql-15-cron python3-alembic python3-psycopg2
 	prometheus-postgres-exporter debhelper dpkg-dev postgresql-server-dev-all
-	bison flex libreadline-dev zlib1g-dev)
+	bison flex libreadline-dev zlib1g-dev
+	clang libclang-rt-14-dev)
 DEMO_PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev zookeeper
 	build-essential)
 [ "$DEMO" = no ] || PACKAGES=("${DEMO_PACKAGES[@]}")

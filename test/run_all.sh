@@ -184,10 +184,23 @@ fi
 # prove, counted like the TAP tests.
 say "unit tests"
 rc=0
-run_logged "$WORK/unit.log" bash -c 'make -s -C "$1/test/unit" all &&
-	cd "$1" && prove -v --exec "" $(make -s --no-print-directory -C test/unit print-tests | sed "s|^|test/unit/|")' _ "$TREE" || rc=$?
+run_logged "$WORK/unit.log" bash -c 'make -s -C "$1/test/unit" PG_CONFIG="$2" all &&
+	cd "$1" && prove -v --exec "" $(make -s --no-print-directory -C test/unit print-tests | sed "s|^|test/unit/|")' _ "$TREE" "$PG_CONFIG" || rc=$?
 add_counts "$(count_prove "$WORK/unit.log" "$rc")" unit
 [ "$rc" -eq 0 ] || stage_failed unit
+
+# The fuzz targets of every parser of data from ZooKeeper or from disk
+# (test/fuzz), each for ZKLOCK_FUZZ_SECONDS (default 3) from the seed
+# corpus: one TAP test per target, and a crash (a sanitizer's report or a
+# broken property) fails it.  `make fuzz` runs them for longer.
+say "fuzz"
+rc=0
+run_logged "$WORK/fuzz.log" bash -c 'make -s -C "$1/test/fuzz" PG_CONFIG="$2" all &&
+	cd "$1" && FUZZ_SECONDS="$3" FUZZ_WORK="$4" prove -v --exec "bash test/fuzz/run.sh --tap" \
+		$(make -s --no-print-directory -C test/fuzz print-targets | sed "s|^|test/fuzz/|")' \
+	_ "$TREE" "$PG_CONFIG" "${ZKLOCK_FUZZ_SECONDS:-3}" "$WORK/fuzz" || rc=$?
+add_counts "$(count_prove "$WORK/fuzz.log" "$rc")" fuzz
+[ "$rc" -eq 0 ] || stage_failed fuzz
 
 # PostgreSQL's habits (make check-static): sources formatted as pgindent
 # formats them, a -Wall -Wextra build without a warning, cppcheck clean.

@@ -10,6 +10,9 @@ line per command:
     create PATH DATA         the created path: an ephemeral node of this
                              session, parents made; sequential when PATH
                              ends in "-" or "__"; DATA is the rest of the line
+    createhex PATH HEX       the same, DATA given as hex digits (any bytes,
+                             up to ZooKeeper's limit of about 1 MB)
+    createplain PATH HEX     the same, never sequential, whatever PATH ends in
     czxid PATH               the node's czxid
     delete PATH              ok
     quit                     bye
@@ -39,6 +42,11 @@ def execute(state, cmd):
         path, data = args[0], args[1] if len(args) > 1 else ""
         return zk.create(path, data.encode(), ephemeral=True,
                          sequence=path.endswith(("-", "__")), makepath=True)
+    if name in ("createhex", "createplain"):
+        path, data = args[0], bytes.fromhex(args[1] if len(args) > 1 else "")
+        return zk.create(path, data, ephemeral=True,
+                         sequence=name == "createhex" and path.endswith(("-", "__")),
+                         makepath=True)
     if name == "czxid":
         return str(zk.exists(args[0]).czxid)
     if name == "delete":

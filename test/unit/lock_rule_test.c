@@ -77,6 +77,47 @@ test_names(void)
 	check_parse("_c_x-lock--12345678", 0, 0, 0);
 	check_parse("_c_x-lock-0000000001x", 0, 0, 0);
 	check_parse("_c_x-LOCK-0000000001", 0, 0, 0);
+	/* What %010d never writes (found by test/fuzz's node_name_fuzz). */
+	check_parse("\x14__Wk__READ__-0421020583", 0, 0, 0);
+	check_parse("_c_x-lock--0000000001", 0, 0, 0);
+	check_parse("_c_x-lock--000000000", 0, 0, 0);
+	check_parse("_c_x-lock--1000000000", 1, -1000000000, 0);
+}
+
+static void
+check_lease(const char *name, int valid, int32_t seq)
+{
+	zkl_contender_name c = {0, false};
+	int			got = zkl_lease_parse(name, &c);
+	char		what[256];
+
+	if (valid)
+		snprintf(what, sizeof(what), "lease %s: seq %d", name, (int) seq);
+	else
+		snprintf(what, sizeof(what), "lease %s: not a lease", name);
+	check(valid ? (got && c.seq == seq && !c.shared) : !got, what);
+}
+
+static void
+test_leases(void)
+{
+	/* Curator's InterProcessSemaphoreV2, protected or not. */
+	check_lease("_c_0f1e2d3c-4b5a-4969-8877-665544332211-lease-0000000001", 1, 1);
+	check_lease("lease-0000000007", 1, 7);
+	check_lease("lease-2147483647", 1, 2147483647);
+	/* After the wrap, as the lock's nodes. */
+	check_lease("_c_x-lease--000000001", 1, -1);
+	check_lease("_c_x-lease--2147483648", 1, INT32_MIN);
+	/* Any other name that ends in a sequence. */
+	check_lease("other0000000003", 1, 3);
+	check_lease("", 0, 0);
+	check_lease("lease-", 0, 0);
+	check_lease("lease-000000001", 0, 0);
+	check_lease("lease-000000001x", 0, 0);
+	/* Beyond the counter (found by test/fuzz's lease_name_fuzz). */
+	check_lease("88888888888888888", 0, 0);
+	check_lease("lease-4294967297", 0, 0);
+	check_lease("lease-0000000001-lease-x", 0, 0);
 }
 
 /* ---- serial-number order ---- */
@@ -563,6 +604,7 @@ int
 main(void)
 {
 	test_names();
+	test_leases();
 	test_order();
 	test_queues();
 	test_own_nodes();
