@@ -1140,7 +1140,7 @@ zkl_on_reader_data(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 	{
 		zkl_add_held_behind(work, node);
 		ereport(LOG,
-				(errmsg("zklock: lock \"%s\" waits for node \"%s\", read lock of the session that held the write lock ahead of it",
+				(errmsg("zklock: a request in lock directory \"%s\" waits for node \"%s\", read lock of the session that held the write lock ahead of it",
 						slot->dir, node),
 				 errdetail("A peer (Curator) took the read lock before it gave the write lock up: its read holds.")));
 	}
