@@ -48,8 +48,9 @@ suite() {
 	local label=$1 config=$2 rc=0 start=$SECONDS line p f s
 	say "PostgreSQL $label: $config"
 	: >"$LOG"
-	PG_CONFIG=$config bash "$TOP/test/run_all.sh" > >(tee -a "$LOG") 2>&1 || rc=$?
-	wait
+	# A pipeline, not a bare wait for a process substitution: a bare wait
+	# would wait for 18's build as well.
+	PG_CONFIG=$config bash "$TOP/test/run_all.sh" 2>&1 | tee -a "$LOG" || rc=${PIPESTATUS[0]}
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$LOG" | tail -n 1 || true)
 	if [ -n "$line" ]; then
 		read -r p _ f _ s _ <<<"${line//,/}"
@@ -98,19 +99,35 @@ bash "$TOP/test/install-deps.sh"
 # 18's build (the first time; with the cache complete it only prints) runs
 # meanwhile, below the suite of 15 in priority: that suite spends most of
 # its time waiting, and the build takes the processor left.  17's headers
-# come the same way.
+# come the same way.  Each in a session of its own, so that a run ended
+# early ends them, and all they started, too.
 BUILD18_LOG=$(mktemp --tmpdir zklock-pg18.XXXXXX)
 PG18_OUT=$(mktemp --tmpdir zklock-pg18-config.XXXXXX)
-trap 'rm -f "$LOG" "$BUILD18_LOG" "$PG18_OUT"' EXIT
+HEADERS17_LOG=$(mktemp --tmpdir zklock-pg17.XXXXXX)
+INC17_OUT=$(mktemp --tmpdir zklock-pg17-inc.XXXXXX)
+BUILD18_PID=
+HEADERS17_PID=
+cleanup() {
+	local p
+	for p in $BUILD18_PID $HEADERS17_PID; do
+		kill -TERM -- "-$p" 2>/dev/null || true
+	done
+	rm -f "$LOG" "$BUILD18_LOG" "$PG18_OUT" "$HEADERS17_LOG" "$INC17_OUT"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 build_start=$SECONDS
-nice -n 10 bash "$TOP/test/pgcache.sh" 18 >"$PG18_OUT" 2>"$BUILD18_LOG" &
+setsid nice -n 10 bash "$TOP/test/pgcache.sh" 18 >"$PG18_OUT" 2>"$BUILD18_LOG" </dev/null &
 BUILD18_PID=$!
+setsid bash "$TOP/test/pgcache.sh" 17 >"$INC17_OUT" 2>"$HEADERS17_LOG" </dev/null &
+HEADERS17_PID=$!
 
 suite 15 "$PG15"
 
 say "PostgreSQL 18: the cached build (built meanwhile if missing)"
 rc=0
 wait "$BUILD18_PID" || rc=$?
+BUILD18_PID=
 build_time=$((SECONDS - build_start))
 cat "$BUILD18_LOG"
 pg18=$(cat "$PG18_OUT")
@@ -125,7 +142,11 @@ else
 	tally "18 (build)" 0 1 0 "$build_time"
 fi
 
-if inc17=$(bash "$TOP/test/pgcache.sh" 17); then
+rc=0
+wait "$HEADERS17_PID" || rc=$?
+HEADERS17_PID=
+cat "$HEADERS17_LOG"
+if [ "$rc" -eq 0 ] && inc17=$(cat "$INC17_OUT") && [ -d "$inc17" ]; then
 	compile_only "17 (compile only)" "$inc17"
 else
 	tally "17 (compile only)" 0 1 0 0

@@ -44,7 +44,7 @@ SKIPPED=0
 WORK=
 FAILED_STAGES=()
 
-say() { printf '\n==== %s ====\n' "$*"; }
+say() { printf '\n==== %s ==== (at %d s)\n' "$*" "$SECONDS"; }
 
 # The package stage's script and the tail that shows its log, while they run.
 PACKAGE_PID=

@@ -3,7 +3,8 @@
 # README's run_on_one_host(): a transaction-scope zk_lock_try_xact, and the
 # job's work only if it got the lock.
 #
-# 1. pg_cron (Debian's postgresql-15-cron, background-worker mode): the
+# 1. pg_cron (Debian's postgresql-15-cron, on 18 built by test/pgcache.sh;
+#    background-worker mode): the
 #    job is scheduled '* * * * *' on all three clusters, so the three fire at
 #    the same minute boundary.  The job is once per period: inside the lock
 #    it looks for its minute in the shared data (a table in cluster a,
