@@ -293,15 +293,16 @@ TAP_JOBS=${ZKLOCK_TAP_JOBS:-4}
 TAP_FIRST=(010_mutex_checker 018_checker_under_faults 011_fault_leader 029_reload_and_outage
 	004_no_orphans 005_unavailable 030_configuration 040_batch_jobs 003_no_herd 028_worker_loop
 	020_interop_curator 026_data_directory_copies 016_fault_sigstop 035_revocation)
-# Alone: these count ZooKeeper's requests against what a quiet run costs, or
-# need servers back within a session timeout; beside other tests on two
-# cores a heartbeat more (the window runs longer) or a JVM start of 20 s
-# (the ensemble comes back too late) fails them.
+# Alone: these count ZooKeeper's requests against what a quiet run costs,
+# or need a step done within a timeout; beside other tests on two cores a
+# heartbeat more (the window runs longer), a JVM start of 20 s (the
+# ensemble comes back too late) or a slow wait fails them.
 #   001  at most one heartbeat in a 1.5 s window;
 #   012  phase 1: three ZooKeeper servers restarted within D's 15 s timeout;
 #   033  the requests one release costs against a baseline;
-#   042  requests per acquire from the metrics equal to README's SQL.
-TAP_ALONE=(001_cross_cluster 012_fault_ensemble_down 033_semaphore 042_monitoring)
+#   042  requests per acquire from the metrics equal to README's SQL;
+#   043  a wait meant to end within deadlock_timeout (1 s) runs no check.
+TAP_ALONE=(001_cross_cluster 012_fault_ensemble_down 033_semaphore 042_monitoring 043_deadlock)
 TAP_PAR=()
 TAP_SEQ=()
 for t in "${TAP_FIRST[@]}"; do
@@ -340,11 +341,14 @@ if [ ${#TAP_TESTS[@]} -gt 0 ]; then
 	add_counts "$counts" prove
 	if [ "$rc" -ne 0 ]; then
 		stage_failed prove
+		# The tests' logs: tmp_check/log up to 16, log from 17 on.
 		sed -nE 's/^(test\/t\/[^ ]+\.pl) +\(Wstat.*/\1/p' "$WORK/prove.log" | while IFS= read -r t; do
 			base=$(basename "$t" .pl)
-			say "tail of tmp_check/log/regress_log_$base"
-			tail -n 80 "$TREE/tmp_check/log/regress_log_$base" 2>/dev/null || true
-			for f in "$TREE/tmp_check/log/${base}"_*.log; do
+			logdir=$TREE/tmp_check/log
+			[ -d "$logdir" ] || logdir=$TREE/log
+			say "tail of ${logdir#"$TREE"/}/regress_log_$base"
+			tail -n 80 "$logdir/regress_log_$base" 2>/dev/null || true
+			for f in "$logdir/${base}"_*.log; do
 				[ -f "$f" ] || continue
 				say "tail of ${f#"$TREE"/}"
 				tail -n 40 "$f"

@@ -48,6 +48,14 @@ sub sqlstate_on
 	return $st eq 'ok' && $ret != 0 ? "failed: $err" : $st;
 }
 
+# zk_status() of $node, from the schema the extension was moved to.
+sub status_of
+{
+	my ($node) = @_;
+	my $out = $node->safe_psql('postgres', 'SELECT * FROM locks.zk_status()', extra_params => ['-x']);
+	return { map { split /\|/, $_, 2 } split /\n/, $out };
+}
+
 # What must come through a move: the extension's version and schema, the
 # ACLs of its functions, the fence values and the fenced table.
 my $STATE_SQL = q{
@@ -105,9 +113,9 @@ sub check_moved
 	like($old_state, qr/^1\.2 locks\n.*\nt\|f\|f\ndocs=\d+ invoices=7 orders=\d+\n1:\d+$/s,
 		"($how) ... which are zklock 1.2 in locks, app's and other's rights, the fences and the row");
 	my $session = '';
-	wait_until(sub { ($session = zk_status_of($new)->{state} // '') eq 'connected' }, 30,
+	wait_until(sub { ($session = status_of($new)->{state} // '') eq 'connected' }, 30,
 		"($how) the new cluster's worker is connected");
-	my $new_session = zk_status_of($new)->{session_id};
+	my $new_session = status_of($new)->{session_id};
 	isnt($new_session, $old_session, "($how) with a ZooKeeper session of its own ($new_session)");
 	my $token = $new->safe_psql('postgres', "SET lock_timeout = '5s'; SELECT locks.zk_lock_acquire('upgrade.lock')");
 	($token) = $token =~ /(\d+)\s*\z/;
@@ -123,7 +131,7 @@ sub check_moved
 # (1), (2): pg_upgrade.
 my ($old, $old_token) = old_cluster('old15');
 my $old_state = $old->safe_psql('postgres', $STATE_SQL);
-my $old_session = zk_status_of($old)->{session_id};
+my $old_session = status_of($old)->{session_id};
 $old->stop;
 
 # initdb of 18 turns data checksums on unless told; the old cluster has none.
@@ -144,7 +152,7 @@ $new->stop;
 # (3) pg_dump of 15, restored into 18.
 my ($src, $src_token) = old_cluster('src15');
 my $src_state = $src->safe_psql('postgres', $STATE_SQL);
-my $src_session = zk_status_of($src)->{session_id};
+my $src_session = status_of($src)->{session_id};
 my $dump = $src->basedir . '/src15.dump';
 command_ok([ "$new_bindir/pg_dump", '-Fc', '-h', $src->host, '-p', $src->port, '-f', $dump, 'postgres' ],
 	'(3) pg_dump (18) of the 15 database');
