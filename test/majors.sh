@@ -4,16 +4,18 @@
 #
 #   15  Debian's packages: the whole suite, with the Debian package stage;
 #   18  built from Debian's source package into a cache outside the clone
-#       (test/pgcache.sh; the first time about 5 minutes on two cores): the
+#       (test/pgcache.sh; the first time while the suite of 15 runs): the
 #       whole suite, without the package stage (Debian 12 has no 18 to
-#       package for);
+#       package for), the bench smoke and the format and cppcheck (they do
+#       not depend on the major);
 #   17  Debian 13's server headers (its programs need a newer C library than
 #       Debian 12's): every source compiled, with -Wall -Wextra and no
 #       warning allowed.
 #
 # Prints a tally per major and, last, the total as "N passed, N failed, N
 # skipped"; the exit status is non-zero if anything failed on any major.
-# ZKLOCK_TAP and ZKLOCK_PACKAGE reach each run as they are.
+# ZKLOCK_TAP, ZKLOCK_PACKAGE and ZKLOCK_TAP_JOBS reach each run as they
+# are; ZKLOCK_PG15 names another 15 than Debian's (its pg_config).
 set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
