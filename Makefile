@@ -33,7 +33,7 @@ endif
 # upgrade replaces the fresh extension by 1.0 updated to the newest version,
 # and the suites after it run on that.
 REGRESS = setup basic lifetimes scopes input security hostile_input semaphore fence stats upgrade basic
-ISOLATION = timeout shared fence_race stats_wait
+ISOLATION = timeout timeout_infinity shared fence_race stats_wait
 ISOLATION_OPTS = --load-extension=zklock
 
 PG_CONFIG ?= pg_config
@@ -100,7 +100,7 @@ check-static:
 	$(MAKE) -s clean && \
 	$(MAKE) -s COPT='-Wall -Wextra -Wno-unused-parameter -Werror' all >/dev/null || { echo "the -Wall -Wextra build warns"; status=1; }; \
 	$(MAKE) -s -C $(srcdir)/test/unit PG_CONFIG=$(PG_CONFIG) all || status=1; \
-	[ "$(LINT)" = no ] || cppcheck --quiet --error-exitcode=1 --std=c99 --enable=warning,performance,portability \
+	[ "$(LINT)" = no ] || cppcheck -j$(shell nproc) --quiet --error-exitcode=1 --std=c99 --enable=warning,performance,portability \
 		--suppress='*:/usr/include/*' --suppress='*:$(shell $(PG_CONFIG) --includedir-server)/*' \
 		--suppress=toomanyconfigs \
 		-I$(srcdir)/src -I$(shell $(PG_CONFIG) --includedir-server) \

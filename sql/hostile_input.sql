@@ -204,12 +204,15 @@ SELECT count(*) FILTER (WHERE zk_lock_try_xact_shared(chr(n))) AS try_xact_share
 FROM generate_series(96, 127) n;
 SELECT pg_temp.locks_left() AS nothing_left;
 
--- multibyte names: distinct locks, each its own directory
+-- multibyte names: distinct locks, each its own directory (unaligned: psql
+-- pads invisible characters to a width that differs between majors)
+\pset format unaligned
 SELECT n AS name, octet_length(n) AS bytes, zk_lock_try(n) AS try,
        (SELECT count(*) FROM zk_lock_contenders(n)) AS contenders,
        zk_lock_path(n) AS path
 FROM unnest(ARRAY['café', 'cafe' || U&'\0301', '鍵', '🔒', U&'\FEFF', U&'\2028',
                   U&'\00A0', 'ключ', 'עברית', U&'\FFFF', U&'\+10FFFF']) AS n;
+\pset format aligned
 SELECT count(*) FILTER (WHERE state = 'held') AS held, count(DISTINCT name) AS names FROM zk_locks;
 SELECT zk_lock_release_all();
 SELECT pg_temp.locks_left() AS nothing_left;
@@ -239,9 +242,6 @@ SELECT q, pg_temp.try(q) AS result FROM unnest(ARRAY[
 	'SELECT zk_lock_acquire_xact_shared(''tmo'', ''1 month -40 days'') > 0',
 	'SELECT cardinality(zk_lock_acquire(ARRAY[''tmo''], ''-300000 years''))',
 	'SELECT cardinality(zk_lock_acquire_xact(ARRAY[''tmo''], ''-1 microsecond''))',
-	'SELECT zk_lock_acquire(''tmo'', ''infinity'') > 0',
-	'SELECT zk_lock_acquire(''tmo'', ''-infinity'') > 0',
-	'SELECT cardinality(zk_lock_acquire(ARRAY[''tmo''], ''infinity''))',
 	'SELECT zk_lock_acquire_shared(''tmo'', ''0.4 microseconds'') > 0',
 	'SELECT zk_lock_release_shared(''tmo'')',
 	'SELECT zk_lock_release_shared(''tmo'')',

@@ -23,7 +23,9 @@ SELECT extversion FROM pg_extension WHERE extname = 'zklock';
 SELECT state, mode FROM zk_locks WHERE name = 'across';
 SELECT zk_lock_release('across');
 CREATE TEMP TABLE updated AS SELECT * FROM members;
-SELECT count(*) AS members, count(def) AS functions FROM fresh;
+-- (from 17 on the row types of its view and tables, and their array types,
+-- are members too: the count leaves types out, to be the same on every major)
+SELECT count(*) FILTER (WHERE member NOT LIKE 'type %') AS members, count(def) AS functions FROM fresh;
 (SELECT 'only fresh' AS side, * FROM fresh EXCEPT SELECT 'only fresh', * FROM updated)
 UNION ALL
 (SELECT 'only updated', * FROM updated EXCEPT SELECT 'only updated', * FROM fresh);

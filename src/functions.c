@@ -61,7 +61,9 @@ zkl_name_arg(FunctionCallInfo fcinfo)
  * below 1 ms still waits; a month counts 30 days, as in interval
  * arithmetic.  The sum is taken without overflow: false when it is
  * negative; an interval longer than int64 milliseconds can hold (300000
- * years) comes back as PG_INT64_MAX, a wait no clock will see end.
+ * years) comes back as PG_INT64_MAX, a wait no clock will see end.  From 17
+ * on 'infinity' (every field at its maximum) is such an interval, and
+ * '-infinity' (every field at its minimum) a negative one.
  */
 static bool
 zkl_interval_ms(const Interval *iv, int64 *ms)

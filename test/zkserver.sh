@@ -65,22 +65,46 @@ classpath() {
 	echo "$cp"
 }
 
-# Print COUNT distinct TCP ports that are free on 127.0.0.1.  They are drawn
-# at random below the kernel's ephemeral range (32768+), so a later outgoing
-# connection cannot grab a port a server is restarted on, and concurrent test
-# runs rarely collide.
+# Print COUNT distinct TCP ports that are free on 127.0.0.1, reserved for
+# the servers in DIR.  They are drawn at random below the kernel's ephemeral
+# range (32768+), so a later outgoing connection cannot grab a port a server
+# is restarted on.  Each port taken is reserved by a file in ZK_PORT_DIR
+# (default zklock-ports in the temporary directory, shared by every run on
+# the machine) naming DIR, under a lock: another start, in this test, a test
+# run in parallel or another run, never takes it while DIR exists, even
+# between the choice and the server's bind, or while a server of DIR is
+# stopped to be restarted on it.
+ZK_PORT_DIR=${ZK_PORT_DIR:-${TMPDIR:-/tmp}/zklock-ports}
 free_ports() {
-	perl -MSocket -e '
-		my $n = shift; my (%seen, @out);
+	if [ ! -d "$ZK_PORT_DIR" ]; then
+		mkdir -p "$ZK_PORT_DIR" 2>/dev/null || true
+		chmod 1777 "$ZK_PORT_DIR" 2>/dev/null || true
+	fi
+	perl -MSocket -MFcntl=:flock -e '
+		my ($n, $dir, $owner) = @ARGV; my (%seen, @out);
+		umask 0;
+		open(my $lock, ">>", "$dir/.lock") or die "cannot open $dir/.lock: $!\n";
+		flock($lock, LOCK_EX) or die "cannot lock $dir/.lock: $!\n";
 		for (my $try = 0; @out < $n && $try < 2000; $try++) {
 			my $p = 20000 + int(rand(12000));
 			next if $seen{$p}++;
+			my $rsv = "$dir/$p.rsv";
+			if (open(my $r, "<", $rsv)) {
+				my $held = <$r> // "";
+				chomp $held;
+				next if $held ne "" && -d $held;
+			}
 			socket(my $s, PF_INET, SOCK_STREAM, getprotobyname("tcp")) or die "socket: $!\n";
-			push @out, $p if bind($s, sockaddr_in($p, inet_aton("127.0.0.1")));
+			my $free = bind($s, sockaddr_in($p, inet_aton("127.0.0.1")));
 			close $s;
+			next unless $free;
+			open(my $w, ">", $rsv) or die "cannot write $rsv: $!\n";
+			print $w "$owner\n";
+			close $w;
+			push @out, $p;
 		}
 		die "no free ports\n" if @out < $n;
-		print "@out\n";' "$1"
+		print "@out\n";' "$1" "$ZK_PORT_DIR" "$DIR"
 }
 
 # Send a four-letter word to 127.0.0.1:PORT and print the reply (bounded).

@@ -50,7 +50,7 @@ is(zk_stat($zk, $l2_node)->{ephemeralOwner}, $old_session, "L2's node belongs to
 # B waits for both.
 my %waiter = map { $_ => queue_waiter($b, $zk, $_, '20s') } qw(L L2);
 
-expect_crash_restart($a, qr/server process \(PID $victim_pid\) was terminated by signal 9: Killed/, 1);
+expect_crash_restart($a, qr/(?:server process|client backend) \(PID $victim_pid\) was terminated by signal 9: Killed/, 1);
 my $log_offset = -s $a->logfile;
 my $t_kill = time;
 ok(kill('KILL', $victim_pid), "SIGKILL to the holding backend (pid $victim_pid)");
@@ -92,7 +92,7 @@ wait_until(sub { $a->psql('postgres', 'SELECT 1') == 0 }, 30, 'A accepts connect
 wait_until(sub { $a->safe_psql('postgres', 'SELECT state FROM zk_status()') eq 'connected' }, 15,
 	"A's new worker is connected");
 my $log = slurp_file($a->logfile, $log_offset);
-like($log, qr/server process \(PID $victim_pid\) was terminated by signal 9/, 'the postmaster saw the backend die');
+like($log, qr/(?:server process|client backend) \(PID $victim_pid\) was terminated by signal 9/, 'the postmaster saw the backend die');
 like($log, qr/all server processes terminated; reinitializing/, 'A did a crash restart');
 like($log, qr/zklock closed ZooKeeper session \Q$old_session\E of the previous server incarnation/,
 	'the new worker closed the previous incarnation\'s session');

@@ -238,7 +238,7 @@ fault('(3) holding backend SIGKILL', sub {
 	wait_until(sub { $pid = counter_holder($b); $pid ne '' }, 30, 'a backend of b holds counter');
 	my $s1 = zk_status_of($b)->{session_id};
 	my $off = -s $b->logfile;
-	expect_crash_restart($b, qr/server process \(PID $pid\) was terminated by signal 9: Killed/, 1);
+	expect_crash_restart($b, qr/(?:server process|client backend) \(PID $pid\) was terminated by signal 9: Killed/, 1);
 	my $t0 = time;
 	ok(kill('KILL', $pid), "(3) SIGKILL to b's backend $pid, which held counter");
 	wait_until(sub { accepts($b) }, 30, 'b accepts connections after its crash restart');
@@ -246,7 +246,7 @@ fault('(3) holding backend SIGKILL', sub {
 	wait_until(sub { connected($b) }, 15, 'b\'s new worker is connected');
 	my $t1 = time;
 	my $log = slurp_file($b->logfile, $off);
-	like($log, qr/server process \(PID $pid\) was terminated by signal 9/, '(3) b\'s postmaster saw the backend die');
+	like($log, qr/(?:server process|client backend) \(PID $pid\) was terminated by signal 9/, '(3) b\'s postmaster saw the backend die');
 	like($log, qr/all server processes terminated; reinitializing/, '(3) b did a crash restart');
 	like($log, qr/zklock closed ZooKeeper session \Q$s1\E of the previous server incarnation/,
 		'(3) b\'s new worker closed the previous incarnation\'s session');

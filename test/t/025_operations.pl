@@ -34,6 +34,7 @@ use lib "$FindBin::RealBin/../lib";
 use ZklockTest;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Cwd ();
 use Encode ();
 use Time::HiRes qw(time);
 
@@ -96,7 +97,8 @@ sub ddl_ok
 	  || diag("psql exit " . ($ret // 'undef') . ($timed_out ? ' (psql itself timed out)' : '') . ": $err");
 }
 
-my $ts_dir = PostgreSQL::Test::Utils::tempdir('ts');
+# Absolute: from 17 on tempdir() is relative to the test's directory.
+my $ts_dir = Cwd::abs_path(PostgreSQL::Test::Utils::tempdir('ts'));
 ddl_ok('CREATE DATABASE ops_db');
 ddl_ok("CREATE TABLESPACE ops_ts LOCATION '$ts_dir'");
 ddl_ok('ALTER DATABASE ops_db SET TABLESPACE ops_ts');
