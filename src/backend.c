@@ -616,9 +616,9 @@ zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserv
 	int			used;
 
 	/*
-	 * The role whose share a lock slot takes is the session's, the one
-	 * ALTER ROLE ... SET gave its settings: SET ROLE and SECURITY DEFINER
-	 * functions do not move a session to another share.
+	 * The role whose share a lock slot takes is the session's, the one ALTER
+	 * ROLE ... SET gave its settings: SET ROLE and SECURITY DEFINER functions
+	 * do not move a session to another share.
 	 */
 	Oid			role = GetSessionUserId();
 	bool		exempt = superuser_arg(role);
@@ -644,9 +644,9 @@ zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserv
 	if (slotno < 0)
 	{
 		LWLockRelease(zkl_shared->lock);
-		if (quiet)
-			return -1;
-		zkl_report_no_slot(reserve, (zkl_claim_verdict) verdict, role, role_cap, used);
+		if (!quiet)
+			zkl_report_no_slot(reserve, (zkl_claim_verdict) verdict, role, role_cap, used);
+		return -1;
 	}
 	slot = &zkl_shared->slots[slotno];
 	slot->state = ZKL_SLOT_WAITING;

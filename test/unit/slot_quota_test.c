@@ -131,8 +131,8 @@ test_model(unsigned seed)
 	for (int step = 0; step < 4000; step++)
 	{
 		int			backend = rand() % NBACKENDS;
-		int			role = backend % NROLES; /* role 0 is the hostile one */
-		int			exempt = role == 3;	/* role 3 is a superuser */
+		int			role = backend % NROLES;	/* role 0 is the hostile one */
+		int			exempt = role == 3; /* role 3 is a superuser */
 		int			what = rand() % 10;
 
 		/* The hostile role claims far more often than it frees. */
