@@ -28,7 +28,7 @@ SELECT count(*) AS members, count(def) AS functions FROM fresh;
 UNION ALL
 (SELECT 'only updated', * FROM updated EXCEPT SELECT 'only updated', * FROM fresh);
 
--- 1.2 to 1.3: 1.2 kept one fence per resource and did not record who
+-- 1.2 to the newest: 1.2 kept one fence per resource and did not record who
 -- advanced it; its rows stay, for every role that may call zk_fence (owner
 -- and grantees) and for every table whose zk_fence_trigger names the
 -- resource, and they still refuse older tokens

@@ -10,6 +10,12 @@
  * advisory locks.  The shared and the exclusive hold of one name are two
  * slots, two nodes in ZooKeeper, that never wait for each other.
  *
+ * A transaction-scope hold belongs to the resource owner current when it was
+ * taken, exactly as pg_advisory_xact_lock's lock does: a subtransaction that
+ * commits passes it to its parent, one that aborts gives it back, and a
+ * cursor's holds belong to its portal, whatever savepoint it was fetched in.
+ * The whole transaction's holds go at its end.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -30,12 +36,14 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
+#include "commands/async.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "backend.h"
@@ -57,11 +65,11 @@ typedef struct zkl_local_lock
 	int64		token;
 } zkl_local_lock;
 
-/* One transaction-scope acquire, so a savepoint rollback can undo it. */
+/* One transaction-scope acquire, and the resource owner it belongs to. */
 typedef struct zkl_xact_hold
 {
 	char		key[ZKL_KEY_LEN];
-	int			nest_level;
+	ResourceOwner owner;
 } zkl_xact_hold;
 
 static HTAB *zkl_locks = NULL;
@@ -70,6 +78,13 @@ static int	zkl_n_xact_holds = 0;
 static int	zkl_max_xact_holds = 0;
 static bool zkl_exit_registered = false;
 static bool zkl_commit_waiting = false; /* our slots say commit_waiting */
+
+/*
+ * A lock whose loss this transaction was told of (ZK002): it may not commit,
+ * even when a savepoint or an exception block caught the error.  Empty when
+ * none; cleared when the top-level transaction ends.
+ */
+static char zkl_lost_in_xact[ZKL_MAX_NAME_LEN + 1];
 
 /* A deadlock check is reading: its reads take reserve slots. */
 bool		zkl_checking = false;
@@ -90,7 +105,10 @@ static int64 zkl_pub_token = 0; /* czxid of the request it names */
 static void zkl_xact_callback(XactEvent event, void *arg);
 static void zkl_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								 SubTransactionId parentSubid, void *arg);
+static void zkl_resource_release(ResourceReleasePhase phase, bool isCommit,
+								 bool isTopLevel, void *arg);
 static void zkl_backend_exit(int code, Datum arg);
+static void zkl_forget_xact_holds(const char *key);
 static int	zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserve,
 						   bool quiet);
 
@@ -127,6 +145,7 @@ zkl_backend_init(void)
 {
 	RegisterXactCallback(zkl_xact_callback, NULL);
 	RegisterSubXactCallback(zkl_subxact_callback, NULL);
+	RegisterResourceReleaseCallback(zkl_resource_release, NULL);
 	prev_process_utility = ProcessUtility_hook;
 	ProcessUtility_hook = zkl_process_utility;
 }
@@ -373,10 +392,16 @@ zkl_end_publication(void)
 	zkl_pub_slotno = -1;
 }
 
+/*
+ * Give a lock's slot back and forget it: its entry, and every transaction
+ * hold of it, so that no count of a later hold of the same name can be
+ * taken down by a hold of this one.
+ */
 static void
 zkl_drop_local(zkl_local_lock *lock)
 {
 	(void) zkl_give_up(lock->slotno, lock->generation, false, false);
+	zkl_forget_xact_holds(lock->key);
 	hash_search(zkl_locks, lock->key, HASH_REMOVE, NULL);
 }
 
@@ -460,8 +485,32 @@ zkl_remember_xact_hold(const char *key)
 			: MemoryContextAlloc(TopMemoryContext, sizeof(zkl_xact_hold) * zkl_max_xact_holds);
 	}
 	strlcpy(zkl_xact_holds[zkl_n_xact_holds].key, key, ZKL_KEY_LEN);
-	zkl_xact_holds[zkl_n_xact_holds].nest_level = GetCurrentTransactionNestLevel();
+	zkl_xact_holds[zkl_n_xact_holds].owner =
+		CurrentResourceOwner ? CurrentResourceOwner : CurTransactionResourceOwner;
 	zkl_n_xact_holds++;
+}
+
+/* Remove the transaction holds of key (the lock itself is gone). */
+static void
+zkl_forget_xact_holds(const char *key)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < zkl_n_xact_holds; i++)
+		if (strcmp(zkl_xact_holds[i].key, key) != 0)
+			zkl_xact_holds[kept++] = zkl_xact_holds[i];
+	zkl_n_xact_holds = kept;
+}
+
+/*
+ * The loss of name is being reported to this transaction: remember it, so
+ * that the transaction cannot commit whoever catches the error.
+ */
+static void
+zkl_note_loss(const char *name)
+{
+	if (IsTransactionState() && zkl_lost_in_xact[0] == '\0')
+		strlcpy(zkl_lost_in_xact, name, sizeof(zkl_lost_in_xact));
 }
 
 static void
@@ -511,6 +560,7 @@ zkl_report_if_lost(zkl_local_lock *lock)
 	zkl_drop_local(lock);
 	/* An exclusive node kept for a lost shared hold goes too. */
 	zkl_drop_kept_exclusive();
+	zkl_note_loss(name);
 	ereport(ERROR,
 			(errcode(ERRCODE_ZKLOCK_LOST),
 			 errmsg("ZooKeeper lock \"%s\" was lost", name),
@@ -1134,6 +1184,24 @@ zkl_try_session_wait(void)
 }
 
 /*
+ * A lock taken in a parallel worker would belong to that worker, which gives
+ * it back when it exits, while the leader goes on as if it held the lock; a
+ * release there would give back nothing of the leader's.  zklock's functions
+ * are PARALLEL UNSAFE, so only a wrapper declared PARALLEL SAFE gets here:
+ * refuse it, as PostgreSQL refuses writes during a parallel operation.
+ */
+static void
+zkl_refuse_parallel(void)
+{
+	if (IsInParallelMode())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("cannot take or release ZooKeeper locks during a parallel operation"),
+				 errdetail("A lock taken by a parallel worker would vanish when the worker exits."),
+				 errhint("Declare the functions that call zklock's lock functions PARALLEL UNSAFE, as zklock's own are.")));
+}
+
+/*
  * SQL-facing acquire.  timeout_ms < 0 means "use lock_timeout", where 0
  * waits forever; an explicit zero means do not wait at all, not even for
  * an absent ZooKeeper session.
@@ -1145,6 +1213,7 @@ zkl_acquire(text *name, zkl_mode mode, int permits, bool xact, bool try_only, in
 	char		key[ZKL_MAX_NAME_LEN + 1];
 
 	zkl_require_shmem();
+	zkl_refuse_parallel();
 	zkl_name_key(name, key);
 	if (try_only)
 		return zkl_request(key, mode, permits, xact, true, 0, zkl_try_session_wait(), token);
@@ -1203,6 +1272,7 @@ zkl_acquire_set(const char **names, int n, bool xact, int64 timeout_ms, int64 *t
 	TimestampTz deadline = 0;
 
 	zkl_require_shmem();
+	zkl_refuse_parallel();
 	memcpy(order, names, sizeof(char *) * n);
 	qsort(order, n, sizeof(char *), zkl_cmp_names);
 	for (int i = 0; i < n; i++)
@@ -1245,6 +1315,7 @@ zkl_release_session(text *name, zkl_mode mode)
 	zkl_local_lock *lock;
 
 	zkl_require_shmem();
+	zkl_refuse_parallel();
 	zkl_name_key(name, key);
 	lock = zkl_find_local(key, mode);
 	if (lock == NULL || lock->session_count == 0)
@@ -1268,6 +1339,7 @@ zkl_release_all_session(void)
 	zkl_local_lock *lock;
 
 	zkl_require_shmem();
+	zkl_refuse_parallel();
 	if (zkl_locks == NULL)
 		return;
 	hash_seq_init(&seq, zkl_locks);
@@ -1302,7 +1374,9 @@ zkl_held_lock(text *name, bool *held, int64 *granted)
 
 	slot = &zkl_shared->slots[lock->slotno];
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	*held = slot->generation == lock->generation && slot->state == ZKL_SLOT_HELD;
+	/* A hold given up by the worker (revoked, over its limit) is lost. */
+	*held = slot->generation == lock->generation && slot->state == ZKL_SLOT_HELD &&
+		slot->take_reason == ZKL_TAKE_NONE;
 	*granted = *held ? slot->granted_session : 0;
 	LWLockRelease(zkl_shared->lock);
 	return lock;
@@ -1340,21 +1414,95 @@ zkl_held_proven(text *name)
 	return zkl_session_proven(NULL, NULL, &session) && session == granted;
 }
 
-/* Drop the transaction-scope holds taken at nest_level or deeper. */
+/*
+ * Give back the transaction-scope holds that belong to owner, newest first;
+ * NULL: every one (the transaction ends).  A hold settled may drop its lock
+ * and, with it, other holds of the array: each round looks again.
+ */
 static void
-zkl_release_xact_holds(int nest_level)
+zkl_release_xact_holds(ResourceOwner owner)
 {
-	while (zkl_n_xact_holds > 0 &&
-		   zkl_xact_holds[zkl_n_xact_holds - 1].nest_level >= nest_level)
+	for (;;)
 	{
-		zkl_xact_hold *hold = &zkl_xact_holds[--zkl_n_xact_holds];
-		zkl_local_lock *lock = hash_search(zkl_locks, hold->key, HASH_FIND, NULL);
+		int			i = zkl_n_xact_holds - 1;
+		char		key[ZKL_KEY_LEN];
+		zkl_local_lock *lock;
 
-		if (lock == NULL)
+		while (i >= 0 && owner != NULL && zkl_xact_holds[i].owner != owner)
+			i--;
+		if (i < 0)
+			break;
+		strlcpy(key, zkl_xact_holds[i].key, sizeof(key));
+		memmove(&zkl_xact_holds[i], &zkl_xact_holds[i + 1],
+				sizeof(zkl_xact_hold) * (zkl_n_xact_holds - i - 1));
+		zkl_n_xact_holds--;
+		lock = hash_search(zkl_locks, key, HASH_FIND, NULL);
+		if (lock == NULL || lock->xact_count <= 0)
 			continue;
 		lock->xact_count--;
 		zkl_settle_local(lock, true);
 	}
+}
+
+/*
+ * A resource owner of a subtransaction or a portal is released: its
+ * transaction holds pass to the parent owner on commit and are given back
+ * on abort, as the lock manager does with advisory locks
+ * (ResourceOwnerRelease makes the owner being released current while the
+ * callbacks run).  The top level's release comes after the transaction's
+ * end has given back every hold (zkl_xact_callback).
+ */
+static void
+zkl_resource_release(ResourceReleasePhase phase, bool isCommit, bool isTopLevel, void *arg)
+{
+	ResourceOwner owner = CurrentResourceOwner;
+
+	if (phase != RESOURCE_RELEASE_LOCKS || isTopLevel || owner == NULL ||
+		zkl_n_xact_holds == 0 || zkl_shared == NULL || zkl_locks == NULL)
+		return;
+	if (isCommit)
+	{
+		ResourceOwner parent = ResourceOwnerGetParent(owner);
+
+		for (int i = 0; i < zkl_n_xact_holds; i++)
+			if (zkl_xact_holds[i].owner == owner)
+				zkl_xact_holds[i].owner = parent;
+	}
+	else
+		zkl_release_xact_holds(owner);
+}
+
+/*
+ * Whether the transaction has notifications (or LISTEN, UNLISTEN) waiting
+ * for its commit: PostgreSQL queues them after the pre-commit callbacks,
+ * giving the transaction an id only then, and a listener sees them once it
+ * commits, so they are a durable, visible effect like a write.  async.c
+ * keeps its lists to itself; AtPrepare_Notify refuses a PREPARE exactly when
+ * they are not empty, and nothing else, so its refusal is the answer.
+ */
+static bool
+zkl_notifications_pending(void)
+{
+	MemoryContext context = CurrentMemoryContext;
+	uint32		holdoff = InterruptHoldoffCount;
+	uint32		cancel_holdoff = QueryCancelHoldoffCount;
+	volatile bool pending = false;
+
+	PG_TRY();
+	{
+		AtPrepare_Notify();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(context);
+		FlushErrorState();
+		/* errfinish cleared these for an error handler; put them back */
+		InterruptHoldoffCount = holdoff;
+		QueryCancelHoldoffCount = cancel_holdoff;
+		pending = true;
+	}
+	PG_END_TRY();
+	return pending;
 }
 
 /*
@@ -1459,6 +1607,7 @@ zkl_report_if_other_session(zkl_local_lock *lock, int64 session)
 		return;
 	strlcpy(name, lock->key + 1, sizeof(name));
 	zkl_drop_local(lock);
+	zkl_note_loss(name);
 	ereport(ERROR,
 			(errcode(ERRCODE_ZKLOCK_LOST),
 			 errmsg("ZooKeeper lock \"%s\" was lost", name),
@@ -1484,10 +1633,17 @@ zkl_confirm_before_commit(void)
 {
 	int64		start = 0;		/* zkl_now()'s clock (clock.h) */
 	int64		deadline = 0;
-	bool		wrote = TransactionIdIsValid(GetTopTransactionIdIfAny());
+	bool		wrote;
 
+	if (zkl_lost_in_xact[0] != '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_ZKLOCK_LOST),
+				 errmsg("ZooKeeper lock \"%s\" was lost in this transaction", zkl_lost_in_xact),
+				 errdetail("Its loss was reported earlier in the transaction and caught there; a transaction cannot commit after one of its session's locks was lost."),
+				 errhint("Roll back the transaction and redo the work under a new lock.")));
 	if (hash_get_num_entries(zkl_locks) == 0)
 		return;
+	wrote = TransactionIdIsValid(GetTopTransactionIdIfAny()) || zkl_notifications_pending();
 
 	for (;;)
 	{
@@ -1517,10 +1673,11 @@ zkl_confirm_before_commit(void)
 		}
 
 		/*
-		 * A transaction that wrote nothing (it has no transaction id) makes
-		 * nothing durable: a known loss is still reported, but there is
-		 * nothing to protect by waiting for proof, and a read-only statement
-		 * of a lock holder must not stall while ZooKeeper is away.
+		 * A transaction that wrote nothing (it has no transaction id and no
+		 * notification waits for its commit) makes nothing durable or
+		 * visible: a known loss is still reported, but there is nothing to
+		 * protect by waiting for proof, and a read-only statement of a lock
+		 * holder must not stall while ZooKeeper is away.
 		 */
 		if (!wrote || proven)
 			break;
@@ -1603,7 +1760,8 @@ zkl_xact_callback(XactEvent event, void *arg)
 			/* After the commit record: the next holder sees our work. */
 			zkl_end_commit_wait();
 			zkl_cancel_wait(true);
-			zkl_release_xact_holds(0);
+			zkl_release_xact_holds(NULL);
+			zkl_lost_in_xact[0] = '\0';
 			break;
 		default:
 			break;
@@ -1614,21 +1772,11 @@ static void
 zkl_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					 SubTransactionId parentSubid, void *arg)
 {
-	int			level;
-
 	if (zkl_shared == NULL || zkl_locks == NULL)
 		return;
-	level = GetCurrentTransactionNestLevel();
+	/* The holds themselves follow their resource owners. */
 	if (event == SUBXACT_EVENT_ABORT_SUB)
-	{
 		zkl_cancel_wait(true);
-		zkl_release_xact_holds(level);
-	}
-	else if (event == SUBXACT_EVENT_COMMIT_SUB)
-	{
-		for (int i = zkl_n_xact_holds - 1; i >= 0 && zkl_xact_holds[i].nest_level >= level; i--)
-			zkl_xact_holds[i].nest_level = level - 1;
-	}
 }
 
 /* Exit gives everything back, whatever the counts say. */

@@ -59,6 +59,9 @@ typedef struct zkl_contender
 	Datum		holder;			/* zklock's JSON as jsonb, or 0 */
 	bool		held;			/* by the lock rule */
 	bool		equal;			/* shares its sequence number: an anomaly */
+	bool		downgrade_holds;	/* the worker knows it a peer's downgrade */
+	bool		downgrade_waits;	/* ... and this node a writer that waits
+									 * for it */
 	char	   *owner;			/* "<system identifier>:<host>:<port>:<pid>"
 								 * of a zklock node; a standby shares the
 								 * identifier */

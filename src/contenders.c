@@ -377,6 +377,8 @@ zkl_contenders_of(zkl_inspect_reply *reply, bool leases, bool describe, int *cou
 		c->data_len = e->data_len;
 		c->czxid = e->czxid;
 		c->session = e->owner;
+		c->downgrade_holds = e->downgrade_holds;
+		c->downgrade_waits = e->downgrade_waits;
 		c->ctime = e->ctime;
 		c->pid = 0;
 		c->holder = (Datum) 0;
@@ -410,7 +412,8 @@ zkl_contenders_of(zkl_inspect_reply *reply, bool leases, bool describe, int *cou
 /*
  * The contenders of lock name (whose directory is dir) in queue order,
  * each marked held or not by the lock rule (zkl_holders: the nodes of the
- * same backend are its own; peers' nodes have no owner here), and whether
+ * same backend are its own; peers' nodes have no owner here, only their
+ * session, which tells a downgrade), and whether
  * another contender shares its sequence number (an anomaly), in
  * O(n log n) for n children; *count gets how many.  A semaphore's leases
  * hold no lock: none is marked.
@@ -422,6 +425,7 @@ zkl_read_contenders(const char *name, const char *dir, bool leases, bool describ
 	zkl_contender *all;
 	zkl_contender_name *queue;
 	const char **owners;
+	int64	   *sessions;
 	bool	   *held;
 	bool	   *equal;
 	const char *const **scratch;
@@ -436,6 +440,7 @@ zkl_read_contenders(const char *name, const char *dir, bool leases, bool describ
 	CHECK_FOR_INTERRUPTS();
 	queue = palloc(sizeof(zkl_contender_name) * Max(n, 1));
 	owners = palloc(sizeof(char *) * Max(n, 1));
+	sessions = palloc(sizeof(int64) * Max(n, 1));
 	held = palloc(sizeof(bool) * Max(n, 1));
 	equal = palloc(sizeof(bool) * Max(n, 1));
 	scratch = palloc(sizeof(*scratch) * Max(n, 1));
@@ -443,12 +448,26 @@ zkl_read_contenders(const char *name, const char *dir, bool leases, bool describ
 	{
 		queue[i] = all[i].name;
 		owners[i] = all[i].owner;
+		/* Only Curator's read-write lock downgrades. */
+		sessions[i] = zkl_is_curator_rw(all[i].node) ? all[i].session : 0;
 	}
-	zkl_holders(queue, owners, n, held, equal, scratch);
+	zkl_holders(queue, owners, (const int64_t *) sessions, n, held, equal, scratch);
 	for (int i = 0; i < n; i++)
 	{
 		all[i].held = !leases && held[i];
 		all[i].equal = !leases && equal[i];
+
+		/*
+		 * Once a peer's write is gone, only the worker of a writer that waits
+		 * for the peer's downgrade knows it (recipe.c): what it knows counts.
+		 */
+		if (!leases && all[i].downgrade_holds)
+		{
+			all[i].held = true;
+			all[i].equal = false;
+		}
+		else if (!leases && all[i].downgrade_waits)
+			all[i].held = false;
 	}
 	*count = n;
 	return all;

@@ -334,11 +334,20 @@ Datum
 zk_locks(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		suspended;
 
 	zkl_require_shmem();
 	InitMaterializedSRF(fcinfo, 0);
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+
+	/*
+	 * A hold is "held" only while the session that granted it is connected;
+	 * while it is suspended (or being reattached) nothing confirms the hold,
+	 * which may be lost without the worker knowing yet: "suspended", as
+	 * Curator calls that state.  zk_lock_check answers false then.
+	 */
+	suspended = zkl_shared->session_state != ZKL_SESSION_CONNECTED;
 	for (int i = zkl_shared->used_head; i >= 0; i = zkl_shared->slots[i].next)
 	{
 		zkl_slot   *slot = &zkl_shared->slots[i];
@@ -359,6 +368,7 @@ zk_locks(PG_FUNCTION_ARGS)
 										slot->kind == ZKL_NODE_READ ? "shared" : "exclusive");
 		values[4] = CStringGetTextDatum(zkl_scope_name(slot));
 		values[5] = CStringGetTextDatum(slot->state == ZKL_SLOT_HELD && slot->take_reason != ZKL_TAKE_NONE ? "lost" :
+										slot->state == ZKL_SLOT_HELD && suspended ? "suspended" :
 										slot->state == ZKL_SLOT_HELD && slot->revoke_requested ? "revoke requested" :
 										zkl_slot_state_name(slot->state));
 		if (slot->node[0] != '\0')
@@ -398,8 +408,8 @@ Datum
 zk_status(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[20];
-	bool		nulls[20] = {0};
+	Datum		values[21];
+	bool		nulls[21] = {0};
 	int			used;
 	zkl_shared_state *s;
 
@@ -438,6 +448,8 @@ zk_status(PG_FUNCTION_ARGS)
 	/* zklock 1.1 declares 18 columns: its descriptor takes only those. */
 	values[18] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.deadlock_checks));
 	values[19] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.deadlocks_found));
+	/* zklock 1.2 and 1.3 declare 20. */
+	values[20] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.near_top_listings));
 	LWLockRelease(s->lock);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

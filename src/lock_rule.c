@@ -7,8 +7,8 @@
  *		both call it, and test/unit proves it without a server.
  *
  * Each request is one sequential child of the directory.  ZooKeeper appends
- * to its name the parent's child counter (its cversion, which every create
- * and delete of a child moves on), a signed 32-bit number printed with
+ * to its name the parent's child counter (its count of child creates; see
+ * zkl_next_sequence), a signed 32-bit number printed with
  * %010d: 0000000041.  The rule:
  *
  * - an exclusive request waits for every node ahead of it; a shared one
@@ -152,6 +152,7 @@ zkl_is_ours(const char *child, const char *const *ours, int nours)
 static zkl_decision
 zkl_scan(const char *const *children, int nchildren,
 		 const char *own, const char *const *ours, int nours,
+		 const char *const *held_behind, int nheld_behind,
 		 int *blockers, int max_blockers)
 {
 	zkl_decision d = {ZKL_VERDICT_ABSENT, -1, 0, false, false};
@@ -163,6 +164,7 @@ zkl_scan(const char *const *children, int nchildren,
 	bool		found_self = false;
 	bool		deadlock = false;
 	bool		own_write = false;
+	int			behind = -1;
 
 	if (!zkl_contender_parse(own, &me))
 		return d;
@@ -207,8 +209,24 @@ zkl_scan(const char *const *children, int nchildren,
 		 */
 		if (c.seq == me.seq)
 			d.equal = true;
-		else if (zkl_seq_compare(c.seq, me.seq) > 0 || (me.shared && c.shared))
+		else if (me.shared && c.shared)
 			continue;
+		else if (zkl_seq_compare(c.seq, me.seq) > 0)
+		{
+			/*
+			 * Behind us: in our way only as a hold that a peer took under its
+			 * write lock, for an exclusive request.  Watched only when
+			 * nothing ahead is in our way.
+			 */
+			if (me.shared || !zkl_is_ours(children[i], held_behind, nheld_behind))
+				continue;
+			if (blockers != NULL && d.blockers < max_blockers)
+				blockers[d.blockers] = i;
+			d.blockers++;
+			if (behind < 0)
+				behind = i;
+			continue;
+		}
 
 		/* A writer queued behind a read of ours waits for us, and we for it. */
 		if (!c.shared && have_read && zkl_seq_compare(first_read, c.seq) < 0)
@@ -223,6 +241,8 @@ zkl_scan(const char *const *children, int nchildren,
 			nearest = c;
 		}
 	}
+	if (d.watch < 0)
+		d.watch = behind;
 
 	if (!found_self)
 	{
@@ -252,7 +272,21 @@ zkl_decision
 zkl_decide(const char *const *children, int nchildren,
 		   const char *own, const char *const *ours, int nours)
 {
-	return zkl_scan(children, nchildren, own, ours, nours, NULL, 0);
+	return zkl_scan(children, nchildren, own, ours, nours, NULL, 0, NULL, 0);
+}
+
+/*
+ * zkl_decide, where some nodes behind own hold all the same (held_behind:
+ * peers' reads taken under their write lock, zkl_is_downgrade): an
+ * exclusive request waits for them too, a shared one does not.
+ */
+zkl_decision
+zkl_decide_with(const char *const *children, int nchildren,
+				const char *own, const char *const *ours, int nours,
+				const char *const *held_behind, int nheld_behind)
+{
+	return zkl_scan(children, nchildren, own, ours, nours,
+					held_behind, nheld_behind, NULL, 0);
 }
 
 /*
@@ -267,7 +301,7 @@ zkl_blockers(const char *const *children, int nchildren,
 			 const char *own, const char *const *ours, int nours,
 			 int *blockers, int max_blockers)
 {
-	return zkl_scan(children, nchildren, own, ours, nours,
+	return zkl_scan(children, nchildren, own, ours, nours, NULL, 0,
 					blockers, max_blockers).blockers;
 }
 
@@ -306,6 +340,19 @@ zkl_cmp_owner_refs(const void *a, const void *b)
 }
 
 /*
+ * Whether contenders a and b (of one sequence number) are a peer's write
+ * and read of one session: Curator's downgrade (5.5 and later name the read
+ * with the write's number), no anomaly.
+ */
+static bool
+zkl_downgrade_pair(const zkl_contender_name *queue, const char *const *owners,
+				   const int64_t *sessions, int a, int b)
+{
+	return sessions != NULL && owners[a] == NULL && owners[b] == NULL &&
+		sessions[a] != 0 && sessions[a] == sessions[b] && queue[a].shared != queue[b].shared;
+}
+
+/*
  * Whether each contender of a whole directory holds, in about n log n
  * instead of a decision per node: the answer zkl_decide gives (verdict
  * HELD) for each of them, given as ours the other nodes of its owner.
@@ -317,11 +364,15 @@ zkl_cmp_owner_refs(const void *a, const void *b)
  * whose owner has an exclusive node holds at once (see zkl_decide).  Nodes
  * with the same sequence number are not ahead of each other, but another
  * owner's node with our number is in our way: equal[i] (when equal is not
- * NULL) says so, the anomaly zkl_decide reports.  scratch has room for n
- * pointers.
+ * NULL) says so, the anomaly zkl_decide reports.  sessions[i] (when
+ * sessions is not NULL) is the ZooKeeper session of a peer's contender (of
+ * no owner; 0 if unknown): a peer's read behind or beside a write of its
+ * session that holds is that write's downgrade, and holds.  scratch has
+ * room for n pointers.
  */
 void
-zkl_holders(const zkl_contender_name *queue, const char *const *owners, int n,
+zkl_holders(const zkl_contender_name *queue, const char *const *owners,
+			const int64_t *sessions, int n,
 			bool *held, bool *equal, const char *const **scratch)
 {
 	zkl_ahead	all = {0, NULL};
@@ -376,7 +427,8 @@ zkl_holders(const zkl_contender_name *queue, const char *const *owners, int n,
 				zkl_ahead_add(&same, owners[group_end]);
 		}
 		is_equal = same.count > 1 &&
-			!(owners[i] != NULL && same.owner != NULL && strcmp(same.owner, owners[i]) == 0);
+			!(owners[i] != NULL && same.owner != NULL && strcmp(same.owner, owners[i]) == 0) &&
+			!(group_end - group == 2 && zkl_downgrade_pair(queue, owners, sessions, group, group + 1));
 
 		if (queue[i].shared && owner_writes)
 		{
@@ -388,6 +440,30 @@ zkl_holders(const zkl_contender_name *queue, const char *const *owners, int n,
 				zkl_ahead_only_of(queue[i].shared ? &writers : &all, owners[i]);
 		if (equal != NULL)
 			equal[i] = is_equal;
+	}
+
+	/*
+	 * A peer's read behind (or beside) a write of its own session that holds:
+	 * its downgrade, which holds too (zkl_is_downgrade).  Few writes hold at
+	 * once: the first few are enough.
+	 */
+	if (sessions != NULL)
+	{
+		int			writers_held[4];
+		int			nheld = 0;
+
+		for (int i = 0; i < n && nheld < 4; i++)
+			if (held[i] && !queue[i].shared && owners[i] == NULL && sessions[i] != 0)
+				writers_held[nheld++] = i;
+		for (int i = 0; i < n; i++)
+			for (int k = 0; k < nheld && queue[i].shared && owners[i] == NULL && !held[i]; k++)
+				if (sessions[i] == sessions[writers_held[k]] &&
+					zkl_seq_compare(queue[writers_held[k]].seq, queue[i].seq) <= 0)
+				{
+					held[i] = true;
+					if (equal != NULL)
+						equal[i] = false;
+				}
 	}
 }
 
@@ -413,14 +489,101 @@ zkl_holds_after_predecessor(bool predecessor_was_only_blocker,
 }
 
 /*
- * Whether a directory whose child counter (its cversion: every create and
- * delete of a child counts) is at cversion nears the counter's top, where
- * ZooKeeper hands out 2147483647 to every sequential child and no lock
- * request can be granted any more once two are queued.  Warned of at half
- * way: the rest lasts days at thousands of lock cycles a second.
+ * The number the next sequential child of a directory gets, from the
+ * directory's Stat: ZooKeeper (3.5 and later) keeps a count of the creates
+ * of children, which numbers them, and reports as cversion twice that
+ * count less the children there are (creates and deletes, so to speak),
+ * computed in 32 bits: past 2^30 creates the reported cversion is
+ * negative although the numbers given out are not.  The count is the
+ * reported value plus the children, halved, modulo 2^32.
+ */
+int64_t
+zkl_next_sequence(int32_t cversion, int32_t num_children)
+{
+	return (int64_t) (((uint32_t) cversion + (uint32_t) num_children) / 2);
+}
+
+/*
+ * Whether a directory whose next sequential child gets next_sequence
+ * (zkl_next_sequence) nears the counter's top, where ZooKeeper hands out
+ * 2147483647 to every sequential child and no lock request can be granted
+ * any more once two are queued.  Warned of at half way: the rest lasts
+ * days at thousands of lock cycles a second.
  */
 bool
-zkl_counter_near_top(int32_t cversion)
+zkl_counter_near_top(int64_t next_sequence)
 {
-	return cversion >= ZKL_COUNTER_WARN;
+	return next_sequence >= ZKL_COUNTER_WARN;
+}
+
+/* Whether node's sequence follows its last marker, and that is marker. */
+static bool
+zkl_last_marker_is(const char *node, const char *marker, int32_t *seq)
+{
+	const char *hit = NULL;
+	int32_t		dummy;
+
+	for (const char *p = node; (p = strstr(p, marker)) != NULL; p++)
+		hit = p;
+	return hit != NULL && zkl_seq_parse(hit + strlen(marker), seq ? seq : &dummy);
+}
+
+/*
+ * Whether node is a write node of Curator's read-write lock ("__WRIT__"),
+ * whose holder may take the read lock too and then give the write lock up:
+ * Curator's downgrade.  (Curator 5.5 and later name that read node with the
+ * write node's number, so it stays ahead of any writer queued behind; 5.4
+ * and before give it the next number, behind them.)
+ */
+bool
+zkl_may_downgrade(const char *node)
+{
+	return zkl_last_marker_is(node, "__WRIT__", NULL);
+}
+
+/*
+ * Whether node is of Curator's read-write lock layout ("__READ__" or
+ * "__WRIT__"), the only peer's layout that downgrades (kazoo's locks are
+ * not reentrant).
+ */
+bool
+zkl_is_curator_rw(const char *node)
+{
+	return zkl_last_marker_is(node, "__WRIT__", NULL) || zkl_last_marker_is(node, "__READ__", NULL);
+}
+
+/*
+ * Whether child is a read node of Curator's layout ("__READ__") behind
+ * own: what a downgrade leaves behind a writer queued at the time.
+ */
+bool
+zkl_downgrade_candidate(const char *child, const char *own)
+{
+	int32_t		seq;
+	zkl_contender_name me;
+
+	return zkl_last_marker_is(child, "__READ__", &seq) &&
+		zkl_contender_parse(own, &me) && zkl_seq_compare(seq, me.seq) > 0;
+}
+
+/*
+ * Whether a read node behind a request, read once the peer's write node
+ * ahead of the request (of session writer_owner) was deleted, is that
+ * peer's downgrade, and so holds: a peer's node (not zklock's: zklock
+ * keeps its write node while its own reads last) of the same session,
+ * created before the write node was deleted.  The deletion's zxid is not
+ * known; the directory's pzxid at the first listing after it (the zxid of
+ * the last create or delete of a child) is at or after it.  A read node
+ * created at that zxid came after the deletion; one created before it may
+ * have come before, and is taken for a hold: a writer that waits for a
+ * reader that waits for it (a peer's thread reading while another of its
+ * threads held the write lock) ends at its timeout, where taking it for a
+ * waiter would let two holders in.
+ */
+bool
+zkl_is_downgrade(int64_t reader_owner, int64_t reader_czxid, bool reader_is_zklock,
+				 int64_t writer_owner, int64_t listing_pzxid)
+{
+	return !reader_is_zklock && writer_owner != 0 && reader_owner == writer_owner &&
+		reader_czxid < listing_pzxid;
 }

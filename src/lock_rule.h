@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* A directory's child counter from which zkl_counter_near_top warns: 2^30. */
+/* The sequence number from which zkl_counter_near_top warns: 2^30. */
 #define ZKL_COUNTER_WARN	1073741824
 
 /* What one child of a lock directory is, read from its name. */
@@ -48,14 +48,24 @@ typedef struct zkl_decision
 
 extern bool zkl_contender_parse(const char *child, zkl_contender_name *out);
 extern int	zkl_seq_compare(int32_t a, int32_t b);
-extern void zkl_holders(const zkl_contender_name *queue, const char *const *owners, int n,
+extern void zkl_holders(const zkl_contender_name *queue, const char *const *owners,
+						const int64_t *sessions, int n,
 						bool *held, bool *equal, const char *const **scratch);
 extern bool zkl_holds_after_predecessor(bool predecessor_was_only_blocker,
 										bool predecessor_was_exclusive_grant,
 										bool numbers_repeat);
-extern bool zkl_counter_near_top(int32_t cversion);
+extern int64_t zkl_next_sequence(int32_t cversion, int32_t num_children);
+extern bool zkl_counter_near_top(int64_t next_sequence);
 extern zkl_decision zkl_decide(const char *const *children, int nchildren,
 							   const char *own, const char *const *ours, int nours);
+extern zkl_decision zkl_decide_with(const char *const *children, int nchildren,
+									const char *own, const char *const *ours, int nours,
+									const char *const *held_behind, int nheld_behind);
+extern bool zkl_may_downgrade(const char *node);
+extern bool zkl_is_curator_rw(const char *node);
+extern bool zkl_downgrade_candidate(const char *child, const char *own);
+extern bool zkl_is_downgrade(int64_t reader_owner, int64_t reader_czxid, bool reader_is_zklock,
+							 int64_t writer_owner, int64_t listing_pzxid);
 extern int	zkl_blockers(const char *const *children, int nchildren,
 						 const char *own, const char *const *ours, int nours,
 						 int *blockers, int max_blockers);

@@ -194,6 +194,7 @@ static const char *const zkl_node_markers[] = {"-lock-", "__WRIT__", "__READ__"}
 
 static void zkl_send_create(int slotno, zkl_slot *slot, bool with_parents);
 static void zkl_send_listing(int slotno, zkl_slot *slot, zkl_event_kind kind);
+static void zkl_downgrade_forget(zkl_work *work);
 static void zkl_inspect_start(int slotno, zkl_slot *slot);
 static void zkl_inspect_free(zkl_work *work);
 static void zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite);
@@ -323,6 +324,7 @@ zkl_end_work(zkl_work *work)
 	work->numbers_repeat = work->equal_logged = work->revoke_seen = false;
 	work->lease_watched = false;
 	work->lease_czxid = 0;
+	zkl_downgrade_forget(work);
 	zkl_inspect_free(work);
 }
 
@@ -892,7 +894,7 @@ zkl_set_behind(zkl_slot *slot)
  * the nearest node it waits for.
  */
 static void
-zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
+zkl_evaluate(int slotno, zkl_slot *slot, char **children, int nchildren)
 {
 	zkl_work   *work = &zkl_works[slotno];
 	char		sibling_node[ZKL_MAX_NODE_LEN];
@@ -903,7 +905,8 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 
 	if (zkl_sibling_node(slot, sibling_node))
 		ours[0] = sibling_node;
-	d = zkl_decide((const char *const *) ev->children, ev->nchildren, slot->node, ours, 1);
+	d = zkl_decide_with((const char *const *) children, nchildren, slot->node, ours, 1,
+						(const char *const *) work->held_behind, work->nheld_behind);
 	if (d.equal && !work->equal_logged)
 	{
 		work->equal_logged = true;
@@ -942,7 +945,7 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 		zkl_give_up_busy(slotno, slot);
 		return;
 	}
-	pred = ev->children[d.watch];
+	pred = children[d.watch];
 
 	/*
 	 * Our node is watched before the predecessor is: ZooKeeper then tells of
@@ -958,6 +961,7 @@ zkl_evaluate(int slotno, zkl_slot *slot, zkl_event *ev)
 	work->handoff = false;
 	work->pred_was_last = (d.blockers == 1);
 	work->numbers_repeat = d.equal || d.at_top;
+	work->pred_owner = 0;
 	strlcpy(work->pred, pred, sizeof(work->pred));
 	path = zkl_child_path(slot, pred);
 	/* getData, not exists: a vanished predecessor leaves no watch behind. */
@@ -983,6 +987,173 @@ zkl_is_exclusive_grant(const zkl_slot *holder)
 		(holder->state == ZKL_SLOT_HELD || holder->state == ZKL_SLOT_RELEASING);
 }
 
+/* ---- a peer's downgrade: its read lock kept after its write lock ---- */
+
+static void
+zkl_free_names(char **names, int n)
+{
+	for (int i = 0; i < n; i++)
+		pfree(names[i]);
+	if (names != NULL)
+		pfree(names);
+}
+
+/* The listing and the read nodes still to be read. */
+static void
+zkl_downgrade_forget_listing(zkl_work *work)
+{
+	zkl_free_names(work->listing, work->nlisting);
+	zkl_free_names(work->candidates, work->ncandidates);
+	work->listing = work->candidates = NULL;
+	work->nlisting = work->ncandidates = work->next_candidate = 0;
+}
+
+static void
+zkl_downgrade_forget(zkl_work *work)
+{
+	zkl_downgrade_forget_listing(work);
+	zkl_free_names(work->held_behind, work->nheld_behind);
+	work->held_behind = NULL;
+	work->nheld_behind = 0;
+	work->downgrade_owner = work->downgrade_pzxid = 0;
+	work->downgrade_read = false;
+	work->pred_owner = 0;
+}
+
+/*
+ * The predecessor of an exclusive request went, and it was a peer's write
+ * node of Curator's read-write lock (not zklock's, and of another session,
+ * known from the watch's answer; one gone before that answer is not looked
+ * into): its
+ * holder may
+ * have taken the read lock before it let the write lock go (Curator's
+ * downgrade), a read node behind us that holds although nothing in the
+ * directory says so any more.  The directory is listed again instead of
+ * taking the lock, and the read nodes behind us in that listing are read
+ * (zkl_downgrade_read).  Costs a listing on such a handoff only.
+ */
+static bool
+zkl_downgrade_possible(int slotno, zkl_slot *slot)
+{
+	zkl_work   *work = &zkl_works[slotno];
+
+	if (slot->kind == ZKL_NODE_READ ||
+		work->pred_owner == 0 || work->pred_owner == zkl_shared->session_id ||
+		!zkl_may_downgrade(work->pred))
+		return false;
+	work->downgrade_owner = work->pred_owner;
+	work->downgrade_pzxid = 0;
+	work->downgrade_read = false;
+	return true;
+}
+
+/* A downgrade found behind us, kept for the request's later decisions. */
+static void
+zkl_add_held_behind(zkl_work *work, const char *node)
+{
+	for (int i = 0; i < work->nheld_behind; i++)
+		if (strcmp(work->held_behind[i], node) == 0)
+			return;
+	if (work->held_behind == NULL)
+		work->held_behind = MemoryContextAlloc(TopMemoryContext, sizeof(char *));
+	else
+		work->held_behind = repalloc(work->held_behind, sizeof(char *) * (work->nheld_behind + 1));
+	work->held_behind[work->nheld_behind++] = MemoryContextStrdup(TopMemoryContext, node);
+}
+
+static void
+zkl_send_reader_read(int slotno, zkl_slot *slot)
+{
+	zkl_work   *work = &zkl_works[slotno];
+	char	   *path = zkl_child_path(slot, work->candidates[work->next_candidate]);
+
+	zkl_check_sent(slotno, zoo_aget(zkl_zh, path, 0, zkl_data_done,
+									zkl_ctx(ZKL_EV_READER_DATA, slotno)));
+	pfree(path);
+}
+
+/*
+ * The first listing after a peer's write ahead of us went: keep it, and
+ * read each read node behind us in it, one after the other, before the
+ * decision.  Read nodes created after that listing came after the write
+ * was deleted: no later listing needs this.  Returns whether reads were
+ * sent (the decision then waits for them).
+ */
+static bool
+zkl_downgrade_read(int slotno, zkl_slot *slot, zkl_event *ev)
+{
+	zkl_work   *work = &zkl_works[slotno];
+	MemoryContext old;
+
+	if (work->downgrade_owner == 0 || work->downgrade_read)
+		return false;
+	zkl_downgrade_forget_listing(work);
+	work->downgrade_pzxid = ev->pzxid;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	for (int i = 0; i < ev->nchildren; i++)
+		if (zkl_downgrade_candidate(ev->children[i], slot->node))
+		{
+			if (work->candidates == NULL)
+				work->candidates = palloc(sizeof(char *) * ev->nchildren);
+			work->candidates[work->ncandidates++] = pstrdup(ev->children[i]);
+		}
+	if (work->ncandidates > 0)
+	{
+		work->listing = palloc(sizeof(char *) * ev->nchildren);
+		for (int i = 0; i < ev->nchildren; i++)
+			work->listing[i] = pstrdup(ev->children[i]);
+		work->nlisting = ev->nchildren;
+	}
+	MemoryContextSwitchTo(old);
+	if (work->ncandidates == 0)
+	{
+		work->downgrade_read = true;
+		return false;
+	}
+	zkl_send_reader_read(slotno, slot);
+	return true;
+}
+
+/*
+ * A read node behind us, read: a downgrade of the peer's write (lock_rule.c:
+ * zkl_is_downgrade) holds, and we wait for it.  One gone meanwhile, or one
+ * we may not read (its session unknown), is none.  After the last one, the
+ * decision on the kept listing.
+ */
+static void
+zkl_on_reader_data(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	zkl_work   *work = &zkl_works[slotno];
+	const char *node;
+
+	if (work->candidates == NULL || work->next_candidate >= work->ncandidates)
+		return;					/* a read of a listing given up */
+	node = work->candidates[work->next_candidate];
+	if (ev->rc != ZOK && ev->rc != ZNONODE && ev->rc != ZNOAUTH)
+	{
+		zkl_request_failed(slotno, ev->rc);
+		return;
+	}
+	if (ev->rc == ZOK &&
+		zkl_is_downgrade(ev->owner, ev->czxid, ev->zklock_data,
+						 work->downgrade_owner, work->downgrade_pzxid))
+	{
+		zkl_add_held_behind(work, node);
+		ereport(LOG,
+				(errmsg("zklock: lock \"%s\" waits for node \"%s\", read lock of the session that held the write lock ahead of it",
+						slot->dir, node),
+				 errdetail("A peer (Curator) took the read lock before it gave the write lock up: its read holds.")));
+	}
+	if (++work->next_candidate < work->ncandidates)
+	{
+		zkl_send_reader_read(slotno, slot);
+		return;
+	}
+	work->downgrade_read = true;
+	zkl_evaluate(slotno, slot, work->listing, work->nlisting);
+	zkl_downgrade_forget_listing(work);
+}
+
 /*
  * The predecessor is gone.  If it was the only node we waited for, nothing
  * is left to wait for: sequence numbers only grow, so no re-read is needed.
@@ -992,6 +1163,13 @@ zkl_predecessor_gone(int slotno, zkl_slot *slot)
 {
 	bool		pred_held_here = false;
 	zkl_node_entry *entry = NULL;
+
+	if (zkl_downgrade_possible(slotno, slot))
+	{
+		zkl_works[slotno].handoff = true;
+		zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
+		return;
+	}
 
 	/* Was the predecessor this cluster's exclusive grant? */
 	if (!zkl_works[slotno].pred_was_last && !zkl_works[slotno].numbers_repeat &&
@@ -1106,6 +1284,37 @@ zkl_revoke_written(int slotno, zkl_slot *slot, int rc)
 		zkl_free_slot(slotno);
 }
 
+/*
+ * Which children of an inspected directory are a peer's downgrade that a
+ * waiting writer of this cluster found (holds), and which that writer
+ * (waits): once the peer's write node is gone, nothing else tells.
+ */
+static void
+zkl_downgrade_marks(const zkl_inspection *in, bool *holds, bool *waits)
+{
+	if (zkl_node_map == NULL)
+		return;
+	for (int i = 0; i < in->nchildren; i++)
+	{
+		zkl_node_entry *entry;
+		zkl_work   *w;
+
+		if (in->gone[i] || strlen(in->children[i]) >= ZKL_MAX_NODE_LEN)
+			continue;
+		entry = hash_search(zkl_node_map, in->children[i], HASH_FIND, NULL);
+		if (entry == NULL)
+			continue;
+		w = &zkl_works[entry->slotno];
+		if (w->nheld_behind == 0 || (w->phase != ZKL_PH_LISTING && w->phase != ZKL_PH_WATCHING))
+			continue;
+		waits[i] = true;
+		for (int k = 0; k < w->nheld_behind; k++)
+			for (int j = 0; j < in->nchildren; j++)
+				if (!in->gone[j] && strcmp(in->children[j], w->held_behind[k]) == 0)
+					holds[j] = true;
+	}
+}
+
 /* Write what was read into the backend's segment, then tell it. */
 static void
 zkl_inspect_finish(int slotno, zkl_slot *slot)
@@ -1138,6 +1347,10 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 		reply->nchildren = 0;
 		if (needed <= reply->capacity)
 		{
+			bool	   *holds = palloc0(sizeof(bool) * Max(in->nchildren, 1));
+			bool	   *waits = palloc0(sizeof(bool) * Max(in->nchildren, 1));
+
+			zkl_downgrade_marks(in, holds, waits);
 			for (int i = 0; i < in->nchildren; i++)
 			{
 				zkl_inspect_entry *e = (zkl_inspect_entry *) out;
@@ -1151,6 +1364,8 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 				e->name_len = name_len;
 				e->data_len = in->data_len[i];
 				e->unreadable = in->unreadable[i];
+				e->downgrade_holds = holds[i];
+				e->downgrade_waits = waits[i];
 				memcpy(out + sizeof(zkl_inspect_entry), in->children[i], name_len);
 				if (e->data_len > 0)
 					memcpy(out + sizeof(zkl_inspect_entry) + name_len, in->data[i], e->data_len);
@@ -1158,6 +1373,8 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 				n++;
 			}
 			reply->nchildren = n;
+			pfree(holds);
+			pfree(waits);
 		}
 		dsm_detach(seg);
 	}
@@ -1458,24 +1675,28 @@ zkl_on_created(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 
 /*
  * Warn of a lock directory whose child counter nears its top, where no
- * request can be granted once two are queued (lock_rule.c): at most once an
- * hour, naming the directory.
+ * request can be granted once two are queued (lock_rule.c): every such
+ * listing counts in zk_status().near_top_listings, and the log says so at
+ * most once an hour, naming the directory.
  */
 static void
-zkl_check_counter(zkl_slot *slot, int32 cversion)
+zkl_check_counter(zkl_slot *slot, zkl_event *ev)
 {
 	static TimestampTz last_warning = 0;
 	TimestampTz now;
+	int64		next = zkl_next_sequence(ev->cversion, ev->num_children);
 
-	if (!zkl_counter_near_top(cversion))
+	if (!zkl_counter_near_top(next))
 		return;
+	zkl_count(near_top_listings);
 	now = GetCurrentTimestamp();
 	if (last_warning != 0 && !TimestampDifferenceExceeds(last_warning, now, 3600 * 1000))
 		return;
 	last_warning = now;
 	ereport(WARNING,
-			(errmsg("zklock: the child counter of lock directory \"%s\" is at %d of 2147483647", slot->dir, cversion),
-			 errdetail("Every create and delete of a lock node counts; at 2147483647 ZooKeeper gives every new node the same number, and queued requests are granted no more."),
+			(errmsg("zklock: the child counter of lock directory \"%s\" is at %lld of 2147483647",
+					slot->dir, (long long) next),
+			 errdetail("Every create of a lock node counts; at 2147483647 ZooKeeper gives every new node the same number, and queued requests are granted no more."),
 			 errhint("Let the lock be free for a moment, so that its directory empties and is removed: the counter starts again from 0.")));
 }
 
@@ -1487,8 +1708,10 @@ zkl_on_children(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 		zkl_request_failed(slotno, ev->rc);
 		return;
 	}
-	zkl_check_counter(slot, ev->cversion);
-	zkl_evaluate(slotno, slot, ev);
+	zkl_check_counter(slot, ev);
+	if (zkl_downgrade_read(slotno, slot, ev))
+		return;
+	zkl_evaluate(slotno, slot, ev->children, ev->nchildren);
 }
 
 /* After a create cut off by a connection loss: is our node there? */
@@ -1566,6 +1789,8 @@ zkl_on_pred_exists(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 	}
 	else if (ev->rc != ZOK)
 		zkl_request_failed(slotno, ev->rc);
+	else if (!ev->zklock_data)
+		zkl_works[slotno].pred_owner = ev->owner;
 }
 
 static void
@@ -1696,6 +1921,7 @@ static const struct
 	{ZKL_EV_PRED_EXISTS, ZKL_PH_WATCHING, false, zkl_on_pred_exists},
 	{ZKL_EV_PRED_STAT, ZKL_PH_WATCHING, false, zkl_on_pred_exists},
 	{ZKL_EV_PRED_WATCH, ZKL_PH_WATCHING, true, zkl_on_pred_watch},
+	{ZKL_EV_READER_DATA, ZKL_PH_LISTING, false, zkl_on_reader_data},
 	{ZKL_EV_OWN_EXISTS, ZKL_PH_OWN_NODE, false, zkl_on_own_exists},
 	{ZKL_EV_OWN_WATCH, ZKL_PH_OWN_NODE, true, zkl_on_own_watch},
 	{ZKL_EV_DELETED, ZKL_PH_DELETING, false, zkl_on_deleted},

@@ -86,12 +86,17 @@ zkl_string_stat_done(int rc, const char *value, const struct Stat *stat, const v
 }
 
 static void
-zkl_strings_done_cversion(int rc, const struct String_vector *strings, int32 cversion,
+zkl_strings_done_cversion(int rc, const struct String_vector *strings, const struct Stat *stat,
 						  const void *data)
 {
 	zkl_event  *ev = zkl_new_event(data, rc);
 
-	ev->cversion = cversion;
+	if (rc == ZOK && stat)
+	{
+		ev->cversion = stat->cversion;
+		ev->num_children = stat->numChildren;
+		ev->pzxid = stat->pzxid;
+	}
 
 	if (rc == ZOK && strings && strings->count > 0)
 	{
@@ -108,15 +113,15 @@ zkl_strings_done_cversion(int rc, const struct String_vector *strings, int32 cve
 void
 zkl_strings_done(int rc, const struct String_vector *strings, const void *data)
 {
-	zkl_strings_done_cversion(rc, strings, 0, data);
+	zkl_strings_done_cversion(rc, strings, NULL, data);
 }
 
-/* A listing with the directory's Stat: its child counter too. */
+/* A listing with the directory's Stat: its child counter and children too. */
 void
 zkl_strings_stat_done(int rc, const struct String_vector *strings,
 					  const struct Stat *stat, const void *data)
 {
-	zkl_strings_done_cversion(rc, strings, rc == ZOK && stat ? stat->cversion : 0, data);
+	zkl_strings_done_cversion(rc, strings, stat, data);
 }
 
 void
@@ -145,6 +150,18 @@ zkl_void_string_done(int rc, const char *value, const void *data)
 	zkl_post(zkl_new_event(data, rc));
 }
 
+/* Where needle is in the len bytes at hay (which need not end in '\0'). */
+static const char *
+zkl_memmem(const char *hay, int len, const char *needle)
+{
+	size_t		n = strlen(needle);
+
+	for (int i = 0; i + (int) n <= len; i++)
+		if (memcmp(hay + i, needle, n) == 0)
+			return hay + i;
+	return NULL;
+}
+
 void
 zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat, const void *data)
 {
@@ -160,6 +177,14 @@ zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat,
 	if (rc == ZOK && ev->kind == ZKL_EV_OWN_EXISTS)
 		ev->revoke_message = value != NULL && value_len == strlen(ZKL_REVOKE_MESSAGE) &&
 			memcmp(value, ZKL_REVOKE_MESSAGE, value_len) == 0;
+
+	/*
+	 * A predecessor, or a read node behind a waiter: is it zklock's (the JSON
+	 * description, with the system identifier), or a peer's?
+	 */
+	if (rc == ZOK && (ev->kind == ZKL_EV_READER_DATA || ev->kind == ZKL_EV_PRED_EXISTS))
+		ev->zklock_data = value != NULL && value_len > 0 && value[0] == '{' &&
+			zkl_memmem(value, value_len, "\"system_identifier\"") != NULL;
 	/* Only zk_lock_contenders reads data; watches on predecessors ignore it. */
 	if (rc == ZOK && value && value_len > 0 && ev->kind == ZKL_EV_INSPECT_DATA)
 	{

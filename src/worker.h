@@ -45,6 +45,8 @@ typedef enum zkl_event_kind
 	ZKL_EV_LEASE_STAT,			/* czxid of our lease */
 	ZKL_EV_UNLOCKED,			/* the semaphore's mutex given up */
 	ZKL_EV_PUBLISHED,			/* a backend's wait published (deadlock.c) */
+	ZKL_EV_READER_DATA,			/* a read node behind a waiter, after a peer's
+								 * write ahead of it went */
 	ZKL_EV_LOG					/* a line the library logged (in path) */
 } zkl_event_kind;
 
@@ -67,7 +69,11 @@ typedef struct zkl_event
 	char	   *path;
 	int			nchildren;
 	char	  **children;
-	int32		cversion;		/* getChildren2: the directory's child counter */
+	int32		cversion;		/* getChildren2: the directory's cversion */
+	int32		num_children;	/* getChildren2: and its numChildren */
+	int64		pzxid;			/* getChildren2: and its pzxid */
+	bool		zklock_data;	/* READER_DATA, PRED_EXISTS: the data is
+								 * zklock's */
 	bool		revoke_message; /* OWN_EXISTS: the data asks us to give up */
 	char	   *data;			/* node data (getData), data_len bytes */
 	int			data_len;
@@ -115,6 +121,19 @@ typedef struct zkl_work
 								 * what zklock.max_hold_time counts from */
 	int			fail_rc;		/* failure to report once our node is deleted */
 	char		pred[ZKL_MAX_NODE_LEN];
+	int64		pred_owner;		/* the predecessor's session, once watched, if
+								 * it is a peer's node */
+	/* A peer's write ahead of us went: did it leave a read behind us? */
+	int64		downgrade_owner;	/* that write's session, 0 if none */
+	int64		downgrade_pzxid;	/* the first listing after it: pzxid */
+	bool		downgrade_read; /* the read nodes behind us were read */
+	int			nlisting;		/* that listing, while they are read */
+	char	  **listing;
+	int			ncandidates;	/* of it, the read nodes behind us */
+	int			next_candidate;
+	char	  **candidates;
+	int			nheld_behind;	/* of them, the downgrades: they hold */
+	char	  **held_behind;
 	char		mapped_node[ZKL_MAX_NODE_LEN];	/* our node in recipe.c's map */
 	struct zkl_inspection *inspection;	/* ZKL_PH_INSPECTING only */
 } zkl_work;

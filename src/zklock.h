@@ -228,6 +228,8 @@ typedef struct zkl_counters
 										 * cluster's backends */
 	pg_atomic_uint64 deadlocks_found;	/* of them: cycles in which our
 										 * backend was the victim */
+	pg_atomic_uint64 near_top_listings; /* listings of a directory whose child
+										 * counter passed 2^30 */
 } zkl_counters;
 
 #define zkl_count(field)	pg_atomic_fetch_add_u64(&zkl_shared->counters.field, 1)
@@ -334,6 +336,9 @@ typedef struct zkl_inspect_entry
 	int32		name_len;		/* then name_len bytes of name */
 	int32		data_len;		/* then data_len bytes of data */
 	bool		unreadable;		/* we may not read its data (ZNOAUTH): no data */
+	bool		downgrade_holds;	/* a peer's downgrade that a writer of
+									 * this cluster waits for */
+	bool		downgrade_waits;	/* that writer */
 } zkl_inspect_entry;
 
 /* encode.c */

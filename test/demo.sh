@@ -32,7 +32,7 @@ psql_on() {
 zkutil() { "${AS_USER[@]}" "$TREE/test/tools/zkutil" "$ZK_CONNECT" "$@"; }
 
 step "installing dependencies (if missing)"
-bash "$TOP/test/install-deps.sh"
+bash "$TOP/test/install-deps.sh" --demo
 
 WORK=$(make_workdir zklock-demo)
 TREE=$WORK/tree

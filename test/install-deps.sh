@@ -13,7 +13,17 @@
 # Debian package.  bison, flex, readline and zlib build PostgreSQL 18 from
 # source (test/pgcache.sh), which Debian 12 does not package.  Idempotent:
 # with everything present it only checks, and never touches the network.
+#
+# install-deps.sh --demo installs only what the demo (test/demo.sh) needs:
+# PostgreSQL 15 with its server headers, the ZooKeeper C client and server,
+# and a compiler.  It never upgrades a package that is already installed:
+# it asks apt-get for its plan first (-s) and stops, naming them, when the
+# plan would upgrade any (on a host with a live cluster, an upgrade of
+# PostgreSQL's packages is the DBA's decision, not the demo's).
 set -euo pipefail
+
+DEMO=no
+[ "${1:-}" != --demo ] || DEMO=yes
 
 PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev zookeeper
 	libipc-run-perl default-jdk-headless build-essential
@@ -22,6 +32,9 @@ PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev zookeeper
 	pgbouncer postgresql-15-cron python3-alembic python3-psycopg2
 	prometheus-postgres-exporter debhelper dpkg-dev postgresql-server-dev-all
 	bison flex libreadline-dev zlib1g-dev)
+DEMO_PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev zookeeper
+	build-essential)
+[ "$DEMO" = no ] || PACKAGES=("${DEMO_PACKAGES[@]}")
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -53,7 +66,18 @@ if [ ${#missing[@]} -gt 0 ]; then
 	fi
 
 	"${SUDO[@]}" apt-get update
-	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+	if [ "$DEMO" = yes ]; then
+		# "Inst NAME [OLD] (NEW ...)": an installed package would be upgraded.
+		upgrades=$(apt-get -s install --no-upgrade "${missing[@]}" | awk '$1 == "Inst" && $3 ~ /^\[/ { print $2 }')
+		if [ -n "$upgrades" ]; then
+			echo "install-deps.sh: installing ${missing[*]} would upgrade installed packages:" \
+				$upgrades >&2
+			echo "install-deps.sh: the demo upgrades nothing; upgrade them yourself, or install" \
+				"${missing[*]} by hand, then run the demo again" >&2
+			exit 1
+		fi
+	fi
+	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-upgrade "${missing[@]}"
 fi
 
 # Builds and tests use the pg_config they are given (PG_CONFIG, by default

@@ -44,11 +44,12 @@ use ZklockTest::ZooKeeper;
 use ZklockTest::Node;
 use ZklockTest::Peer;
 use ZklockTest::Roles;
+use ZklockTest::Wire;
 
 our @EXPORT = (
 	@ZklockTest::ZooKeeper::EXPORT, @ZklockTest::Node::EXPORT,
 	@ZklockTest::Peer::EXPORT,      @ZklockTest::Poll::EXPORT,
-	@ZklockTest::Roles::EXPORT,
+	@ZklockTest::Roles::EXPORT,      @ZklockTest::Wire::EXPORT,
 );
 
 1;

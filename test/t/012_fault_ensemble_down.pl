@@ -188,7 +188,8 @@ $t_stop = time;
 zk_stop($zk);
 wait_until(sub { zk_status_of($a)->{state} ne 'connected' }, 10, 'A notices that the ensemble is gone');
 is(zk_status_of($a)->{state}, 'suspended', 'A reports its session suspended, not expired, during the outage');
-is(lock_state($a, $h2_pid, 'L2'), 'held', 'while suspended, A still counts L2 as held');
+is(lock_state($a, $h2_pid, 'L2'), 'suspended', 'while suspended, zk_locks shows L2 suspended, not held');
+is($h2->query_safe("SELECT zk_lock_check('L2')"), 'f', 'while suspended, zk_lock_check(L2) is false in its holder');
 
 # A COMMIT while the ensemble is down waits one session timeout, then fails.
 $t_commit = start_commit($h1);
@@ -223,7 +224,9 @@ ok(@l1 == 1 && $l1[0] ne zk_base($h1_node), 'phase 2: only B\'s node is left in 
   or diag_lock('L1');
 
 # L2: nothing was lost, so A still holds it and may commit.
-is(lock_state($a, $h2_pid, 'L2'), 'held', 'phase 2: L2 is still held in A after the outage');
+is(lock_state($a, $h2_pid, 'L2'), 'held', 'phase 2: L2 is held again in A after the outage');
+ok(wait_until(sub { $h2->query_safe("SELECT zk_lock_check('L2')") eq 't' }, 10, 'zk_lock_check(L2) true again'),
+	'phase 2: zk_lock_check(L2) is true again in its holder');
 is(join(',', zk_ls($zk, '/zklock/L2')), zk_base($h2_node), 'phase 2: L2\'s node survived in ZooKeeper')
   or diag_lock('L2');
 is($b->safe_psql('postgres', "SELECT zk_lock_try('L2')"), 'f', 'phase 2: B cannot take L2 meanwhile');

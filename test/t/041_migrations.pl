@@ -147,11 +147,12 @@ sub version_of
 	return $node->safe_psql($db, 'SELECT coalesce(string_agg(version_num, \' \'), \'\') FROM alembic_version');
 }
 
-# The README shows the recipe's files: each piece of its alembic.ini and
-# env.py blocks (pieces are separated by "..." lines) is in the file run here.
+# doc/integrations.md shows the recipe's files: each piece of its
+# alembic.ini and env.py blocks (pieces are separated by "..." lines) is in
+# the file run here.
 {
-	my $readme = slurp_file("$recipe/../../README.md");
-	my ($section) = $readme =~ /^### Migrations: alembic\n(.*?)^### /ms;
+	my $readme = slurp_file("$recipe/../../doc/integrations.md");
+	my ($section) = $readme =~ /^## Migrations: alembic\n(.*?)^## /ms;
 	my %block;
 	@block{qw(ini python)} = map { ($section // '') =~ /^```$_\n(.*?)^```/ms ? $1 : '' } qw(ini python);
 	for my $f (['ini', "$recipe/alembic.ini"], ['python', "$recipe/migrations/env.py"])
@@ -160,7 +161,7 @@ sub version_of
 		my $text = slurp_file($file);
 		my @pieces = grep { /\S/ } split /^(?:#\s*)?\.\.\..*\n/m, $block{$lang};
 		my @missing = grep { index($text, $_) < 0 } @pieces;
-		ok(@pieces && !@missing, "the README's $lang block is the recipe's " . ($file =~ s{.*/examples/}{examples/}r))
+		ok(@pieces && !@missing, "doc/integrations.md's $lang block is the recipe's " . ($file =~ s{.*/examples/}{examples/}r))
 		  or diag("not in $file:\n" . join("\n--\n", @missing));
 	}
 }

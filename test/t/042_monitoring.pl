@@ -154,7 +154,7 @@ sub nonzero_counts
 
 # zk_status()'s counters.
 my @counters = qw(acquired released timeouts cancels lost zk_requests release_requests
-  watch_events handoffs handoff_requests deadlock_checks deadlocks_found);
+  watch_events handoffs handoff_requests deadlock_checks deadlocks_found near_top_listings);
 
 # A scrape between two reads of zk_status() that agree on the state, every
 # counter and slots_used (the worker may send a request of its own at a heartbeat,
@@ -208,7 +208,7 @@ my $st;
 ($m, $st) = steady_scrape();
 is($m->{pg_exporter_last_scrape_error}, 0, '(2) with the documented grants no query fails');
 my $locks = series($m, 'zklock_locks_count');
-is(scalar(keys %$locks), 45, '(2) a series for each of the 5 states x 3 modes x 3 scopes');
+is(scalar(keys %$locks), 54, '(2) a series for each of the 6 states x 3 modes x 3 scopes');
 is_deeply(
 	nonzero_counts($m),
 	{
@@ -249,10 +249,10 @@ is_deeply(
 	{ map { $_ => $m->{type}{$_} } @zklock_metrics },
 	{ map { $_ => (/_total$/ ? 'counter' : 'gauge') } @zklock_metrics },
 	'(2) the *_total metrics are counters, the others gauges');
-is(scalar(@zklock_metrics), 20, '(2) 20 zklock metrics');
+is(scalar(@zklock_metrics), 21, '(2) 21 zklock metrics');
 is_deeply(
 	[ sort map { keys %{ $m->{server}{$_} } } @zklock_metrics ],
-	[ (join(':', $a->host, $a->port)) x 20 ],
+	[ (join(':', $a->host, $a->port)) x 21 ],
 	'(2) each carries the label server="host:port" of its cluster');
 # README's "Performance" figure, from the metrics as the PromQL of README's
 # monitoring section computes it, and from zk_status() as its SQL does.

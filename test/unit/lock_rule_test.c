@@ -289,7 +289,98 @@ test_top(void)
 	check(!zkl_counter_near_top(ZKL_COUNTER_WARN - 1), "counter: just below the warning");
 	check(zkl_counter_near_top(ZKL_COUNTER_WARN), "counter: the warning from 2^30");
 	check(zkl_counter_near_top(INT32_MAX), "counter: at the top");
-	check(!zkl_counter_near_top(-1), "counter: a negative counter (none on ZooKeeper 3.8) is no warning");
+
+	/*
+	 * The Stat's cversion is twice the creates less the children, in 32 bits
+	 * (values read from ZooKeeper 3.8): it turns negative half way.
+	 */
+	check(zkl_next_sequence(0, 0) == 0, "next: an empty new directory numbers from 0");
+	check(zkl_next_sequence(5, 1) == 3, "next: 3 creates, 2 deletes, 1 child");
+	check(zkl_next_sequence(1999, 1) == 1000, "next: 1000 creates, 1 child");
+	check(zkl_next_sequence(-9, 1) == 2147483644, "next: a negative cversion near the top");
+	check(zkl_next_sequence(-7, 5) == 2147483647, "next: at the top");
+	check(zkl_next_sequence(INT32_MIN, 0) == ZKL_COUNTER_WARN,
+		  "next: 2^30 creates, none left: cversion -2^31");
+	check(zkl_next_sequence(-3, 1) == INT32_MAX, "next: cversion -3 with a child is the top");
+	check(!zkl_counter_near_top(zkl_next_sequence(ZKL_COUNTER_WARN, 0)),
+		  "next: cversion 2^30 is only 2^29 creates");
+}
+
+/* ---- a peer's downgrade: Curator's write lock, then its read lock ---- */
+
+static void
+test_downgrade(void)
+{
+	/* Curator 5.4: W (session 7) holds, our Z queued, W's read R behind Z. */
+	const char *dir54[] = {"_c_w-__WRIT__0000000000", "_c_z-__WRIT__0000000001", "_c_r-__READ__0000000002"};
+	const char *after54[] = {"_c_z-__WRIT__0000000001", "_c_r-__READ__0000000002"};
+	const char *held_r[] = {"_c_r-__READ__0000000002"};
+	const char *zr[] = {"_c_z-__READ__0000000001", "_c_r-__READ__0000000002"};
+	zkl_contender_name q54[3];
+	const char *owners54[3] = {NULL, "zklock:z", NULL};
+	int64_t		sessions54[3] = {7, 0, 7};
+	int64_t		other54[3] = {7, 0, 8};
+
+	/* Curator 5.5: R named with W's number, Z behind both. */
+	zkl_contender_name q55[3];
+	const char *dir55[] = {"_c_w-__WRIT__0000000004", "_c_r-__READ__0000000004", "_c_z-lock-0000000005"};
+	const char *owners55[3] = {NULL, NULL, "zklock:z"};
+	int64_t		sessions55[3] = {7, 7, 0};
+	bool		held[3];
+	bool		equal[3];
+	const char *const *scratch[3];
+
+	check(zkl_may_downgrade("_c_w-__WRIT__0000000000"), "downgrade: a Curator write node may downgrade");
+	check(!zkl_may_downgrade("_c_w-lock-0000000000"), "downgrade: a mutex node does not");
+	check(!zkl_may_downgrade("k__lock__0000000000"), "downgrade: nor kazoo's");
+	check(!zkl_may_downgrade("_c_w-__READ__0000000000"), "downgrade: nor a read node");
+	check(!zkl_may_downgrade("_c_w-__WRIT__x"), "downgrade: nor a malformed one");
+	check(zkl_is_curator_rw(dir54[0]) && zkl_is_curator_rw(dir54[2]), "downgrade: Curator's read-write layout");
+	check(!zkl_is_curator_rw("k__rlock__0000000002") && !zkl_is_curator_rw("_c_m-lock-0000000002"),
+		  "downgrade: kazoo's and the mutex's layouts are not");
+	check(zkl_downgrade_candidate(dir54[2], dir54[1]), "downgrade: a read behind us is a candidate");
+	check(!zkl_downgrade_candidate(dir54[2], "_c_q-lock-0000000003"), "downgrade: not one ahead of us");
+	check(!zkl_downgrade_candidate("k__rlock__0000000002", dir54[1]), "downgrade: nor kazoo's read");
+
+	check(zkl_is_downgrade(7, 100, false, 7, 101), "downgrade: same session, created before the last change");
+	check(!zkl_is_downgrade(7, 101, false, 7, 101), "downgrade: created at the last change: after the delete");
+	check(!zkl_is_downgrade(8, 100, false, 7, 101), "downgrade: another session's read waits");
+	check(!zkl_is_downgrade(7, 100, true, 7, 101), "downgrade: zklock's read waits (zklock keeps its write)");
+	check(!zkl_is_downgrade(0, 100, false, 0, 101), "downgrade: no session known, none");
+
+	/* The waiter's decision, once the write went. */
+	check_decision("downgrade: without it, our writer holds beside the read", after54, N(after54), after54[0],
+				   NULL, 0, ZKL_VERDICT_HELD, NULL, 0);
+	{
+		zkl_decision d = zkl_decide_with(after54, N(after54), after54[0], NULL, 0, held_r, 1);
+
+		check(d.verdict == ZKL_VERDICT_WAIT && d.watch == 1 && d.blockers == 1,
+			  "downgrade: with it, our writer waits for the read behind it, watching it");
+		d = zkl_decide_with(dir54, N(dir54), dir54[1], NULL, 0, held_r, 1);
+		check(d.verdict == ZKL_VERDICT_WAIT && d.watch == 0 && d.blockers == 2,
+			  "downgrade: a node ahead is watched before the read behind");
+		d = zkl_decide_with(zr, N(zr), zr[0], NULL, 0, held_r, 1);
+		check(d.verdict == ZKL_VERDICT_HELD, "downgrade: a reader does not wait for it");
+	}
+
+	/* The whole directory (zk_lock_contenders) while the write is there. */
+	for (int i = 0; i < 3; i++)
+		if (!zkl_contender_parse(dir54[i], &q54[i]) || !zkl_contender_parse(dir55[i], &q55[i]))
+			abort();
+	zkl_holders(q54, owners54, NULL, 3, held, equal, scratch);
+	check(held[0] && !held[1] && !held[2], "holders: without sessions, the downgrade's read waits");
+	zkl_holders(q54, owners54, sessions54, 3, held, equal, scratch);
+	check(held[0] && !held[1] && held[2] && !equal[2], "holders: the write's read behind our writer holds");
+	zkl_holders(q54, owners54, other54, 3, held, equal, scratch);
+	check(held[0] && !held[1] && !held[2], "holders: another session's read waits");
+	zkl_holders(q55, owners55, NULL, 3, held, equal, scratch);
+	check(!held[0] && !held[1] && equal[0] && equal[1], "holders: without sessions, Curator 5.5's pair is an anomaly");
+	zkl_holders(q55, owners55, sessions55, 3, held, equal, scratch);
+	check(held[0] && held[1] && !equal[0] && !equal[1] && !held[2],
+		  "holders: Curator 5.5's pair (one session, one number) holds, no anomaly");
+	sessions55[1] = 8;
+	zkl_holders(q55, owners55, sessions55, 3, held, equal, scratch);
+	check(!held[0] && !held[1] && equal[0] && equal[1], "holders: two sessions at one number stay an anomaly");
 }
 
 /* ---- past the top, in every order: a burst of creates pipelined at the top ---- */
@@ -437,7 +528,7 @@ test_holders(void)
 			owners[i] = q[i].owner;
 			queue[i] = q[i].name;
 		}
-		zkl_holders(queue, owners, n, held, equal, scratch);
+		zkl_holders(queue, owners, NULL, n, held, equal, scratch);
 		for (int i = 0; i < n; i++)
 		{
 			int			nours = 0;
@@ -478,6 +569,7 @@ main(void)
 	test_layouts();
 	test_odd_listings();
 	test_top();
+	test_downgrade();
 	test_wrap();
 	test_handoff();
 	test_holders();

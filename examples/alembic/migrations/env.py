@@ -4,7 +4,7 @@ Everything between the "zklock" markers is what zklock adds; the rest is
 alembic's template.  Deployers started at once on several hosts, against
 one database or many, are serialised by the lock: the first applies the
 revisions, the others wait and then read the version it committed, so
-they find nothing to do.  zklock's README explains the choices.
+they find nothing to do.  zklock's doc/integrations.md explains the choices.
 """
 from contextlib import contextmanager
 from logging.config import fileConfig

@@ -21,6 +21,7 @@ use ZklockTest::Poll;
 
 our @EXPORT = qw(
   zk_start zk_stop zk_stop_one zk_start_one zk_start_all zk_running zk_cut zk_heal
+  zk_set_counter zk_next_sequence
   zkutil zk_ls zk_nchildren zk_get zk_stat zk_create zk_delete zk_hold
   zk_session_counts
   zk_fourlw zk_mntr zk_wchc zk_wchp zk_wait_empty zk_base
@@ -122,6 +123,46 @@ sub zk_start_one
 	_fatal("could not restart ZooKeeper server $i:\n$err") if $rc != 0;
 	note "ZooKeeper server $i started";
 	return;
+}
+
+=item zk_set_counter($zk, $path, $next)
+
+Stop the standalone server of $zk, set the child counter of $path (the
+number its next sequential child gets) to $next in its data directory with
+ZooKeeper's own classes (test/tools/ZkSetCversion.java), and start it again.
+Clients see their sessions' connection drop meanwhile.
+
+=item zk_next_sequence($zk, $path)
+
+The number the next sequential child of $path gets, from its Stat (the
+cversion is twice the count of creates less the children, in 32 bits).
+
+=cut
+
+sub zk_set_counter
+{
+	my ($zk, $path, $next) = @_;
+	_fatal('zk_set_counter needs a standalone server') if $zk->{n} != 1;
+	my $cp = join ':', map { "/usr/share/java/$_.jar" } qw(zookeeper zookeeper-jute slf4j-api slf4j-nop);
+	my $classes = PostgreSQL::Test::Utils::tempdir('zkset');
+	my ($rc, $out, $err) =
+	  _run([ 'javac', '-nowarn', '-cp', $cp, '-d', $classes, "$tools_dir/ZkSetCversion.java" ], 120);
+	_fatal("could not compile ZkSetCversion.java:\n$out$err") if $rc != 0;
+	zk_stop_one($zk, 1);
+	($rc, $out, $err) = _run([ 'java', '-cp', "$classes:$cp", 'ZkSetCversion', "$zk->{dir}/zk1/data", $path, $next ], 120);
+	_fatal("ZkSetCversion failed (exit $rc):\n$out$err") if $rc != 0;
+	chomp $out;
+	note "child counter of $path: $out (before, after)";
+	zk_start_one($zk, 1);
+	return;
+}
+
+sub zk_next_sequence
+{
+	my ($zk, $path) = @_;
+	my $st = zk_stat($zk, $path);
+	return undef unless defined $st;
+	return (($st->{cversion} % 2**32) + $st->{numChildren}) / 2;
 }
 
 sub _relay_command
