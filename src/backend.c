@@ -49,6 +49,7 @@
 #include "backend.h"
 #include "clock.h"
 #include "pg_compat.h"
+#include "slot_quota.h"
 #include "stats.h"
 
 StaticAssertDecl(ZKL_STATS_NAME_LEN == ZKL_MAX_NAME_LEN,
@@ -130,7 +131,8 @@ static void zkl_resource_release(ResourceReleasePhase phase, bool isCommit,
 static void zkl_backend_exit(int code, Datum arg);
 static void zkl_forget_xact_holds(const char *key);
 static void zkl_stats_hold_end(zkl_local_lock *lock, bool lost);
-static int	zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserve);
+static int	zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserve,
+						   bool quiet);
 
 static ProcessUtility_hook_type prev_process_utility = NULL;
 
@@ -430,7 +432,7 @@ zkl_publish_wait(void)
 
 	zkl_end_publication();
 	dir = zkl_waits_dir();
-	slotno = zkl_claim_slot(wait->name, dir, GetCurrentTimestamp(), true);
+	slotno = zkl_claim_slot(wait->name, dir, GetCurrentTimestamp(), true, true);
 	pfree(dir);
 	/* No reserve slot left: unpublished, a leaf to others until next time. */
 	if (slotno < 0)
@@ -710,22 +712,74 @@ zkl_deadline_after(TimestampTz start, int64 ms)
 static int
 zkl_backend_cap(void)
 {
-	if (zkl_max_locks_per_backend >= 0)
-		return zkl_max_locks_per_backend;
-	return Max(64, zkl_max_locks / 10);
+	return zkl_backend_cap_of(zkl_max_locks_per_backend, zkl_max_locks);
+}
+
+/*
+ * No slot for this claim: say which limit refused it (slot_quota.c), with
+ * the counts read in the same critical section, and how to get room.
+ */
+pg_noreturn static void
+zkl_report_no_slot(bool reserve, zkl_claim_verdict verdict, Oid role, int role_cap, int used)
+{
+	if (verdict == ZKL_CLAIM_ROLE_FULL)
+	{
+		char	   *rolename = GetUserNameFromId(role, true);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many zklock lock slots in use by role \"%s\"",
+						rolename ? rolename : "?"),
+				 errdetail("The sessions of this role use %d of the %d slots that zklock.max_locks_per_role allows it (of %d in the cluster), counting locks held, waited for, and still being given up.",
+						   used, role_cap, zkl_shared->nlock_slots),
+				 errhint("Release some locks, or have a superuser raise the limit for this role with ALTER ROLE ... SET zklock.max_locks_per_role.")));
+	}
+	if (verdict == ZKL_CLAIM_BACKEND_FULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many zklock reads in progress in this session"),
+				 errdetail("This session uses all %d of its slots for reads, revocations and deadlock detection, some perhaps for reads it gave up that the worker is still finishing.",
+						   ZKL_RESERVE_PER_BACKEND),
+				 errhint("Try again once ZooKeeper has answered the reads given up.")));
+	if (reserve)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("out of zklock reserve slots"),
+				 errdetail("All %d slots for reads, revocations and deadlock detection of this cluster are in use, some perhaps by sessions that ended while the worker was still finishing their reads.",
+						   zkl_shared->nslots - zkl_shared->nlock_slots),
+				 errhint("Try again once ZooKeeper has answered those reads.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 errmsg("out of zklock lock slots"),
+			 errdetail("All %d slots of this cluster are in use.", zkl_shared->nlock_slots),
+			 errhint("Raise zklock.max_locks (this requires a restart), or lower zklock.max_locks_per_role so that each role leaves more to the others.")));
 }
 
 /*
  * Find a free slot and fill in what every request has.  Returns with
  * zkl_shared->lock held exclusively; the caller adds its own fields and
- * calls zkl_submit_slot.  A reserve slot (deadlock detection's) is taken
- * from the reserve; none left there is -1, without the lock.
+ * calls zkl_submit_slot.  A lock slot counts against the session's role
+ * (zklock.max_locks_per_role); a reserve slot (reads, revocations,
+ * deadlock detection) is taken from the reserve, within this backend's
+ * share of it.  A refused claim is an error, but for a quiet one (deadlock
+ * detection's), which gets -1, without the lock.
  */
 static int
-zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserve)
+zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserve, bool quiet)
 {
 	zkl_slot   *slot;
 	int			slotno;
+	int			verdict;
+	int			used;
+
+	/*
+	 * The role whose share a lock slot takes is the session's, the one ALTER
+	 * ROLE ... SET gave its settings: SET ROLE and SECURITY DEFINER functions
+	 * do not move a session to another share.
+	 */
+	Oid			role = GetSessionUserId();
+	bool		exempt = superuser_arg(role);
+	int			role_cap = zkl_role_cap_of(zkl_max_locks_per_role, zkl_max_locks);
 
 	/* Nothing is cut to fit a slot (ZKL_MAX_DIR_LEN leaves the room). */
 	if (strlen(name) >= sizeof(slot->name) || strlen(dir) >= sizeof(slot->dir))
@@ -743,17 +797,13 @@ zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserv
 	zkl_local_init();
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	slotno = zkl_slot_take(reserve);
+	slotno = zkl_slot_take(reserve, role, exempt, role_cap, &verdict, &used);
 	if (slotno < 0)
 	{
 		LWLockRelease(zkl_shared->lock);
-		if (reserve)
-			return -1;
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("out of zklock lock slots"),
-				 errdetail("All %d slots of this cluster are in use.", zkl_shared->nlock_slots),
-				 errhint("Raise zklock.max_locks (this requires a restart).")));
+		if (!quiet)
+			zkl_report_no_slot(reserve, (zkl_claim_verdict) verdict, role, role_cap, used);
+		return -1;
 	}
 	slot = &zkl_shared->slots[slotno];
 	slot->state = ZKL_SLOT_WAITING;
@@ -770,8 +820,7 @@ zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserv
 	slot->lease[0] = '\0';
 	slot->kind = ZKL_NODE_READ;
 	slot->sibling_slotno = -1;
-	slot->pid = MyProcPid;
-	slot->procno = ZKL_MY_PROCNO;
+	/* pid and procno: set by zkl_slot_take, whose counts need them. */
 	slot->dbid = MyDatabaseId;
 	slot->userid = GetUserId();
 	slot->encoding = GetDatabaseEncoding();
@@ -822,7 +871,8 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 	TimestampTz start = GetCurrentTimestamp();
 
 	zkl_require_shmem();
-	slotno = zkl_claim_slot(name, dir, start, zkl_checking);
+	/* Never a lock slot: reads and revocations work when those run out. */
+	slotno = zkl_claim_slot(name, dir, start, true, zkl_checking);
 	/* No reserve slot: the check reads nothing here, which adds no edge. */
 	if (slotno < 0)
 		return ZKL_RC_NO_SLOT;
@@ -933,7 +983,7 @@ zkl_post_request(const char *name, const char *dir, zkl_mode mode, int permits, 
 	zkl_describe_holder(data, mode, xact, start);
 	zkl_random_uuid(uuid);
 
-	slotno = zkl_claim_slot(name, dir, start, false);
+	slotno = zkl_claim_slot(name, dir, start, false, false);
 	slot = &zkl_shared->slots[slotno];
 	slot->try_only = try_only;
 	/* A semaphore's own mutex is always Curator's InterProcessMutex. */

@@ -9,6 +9,8 @@
  * every critical section is a few field copies.  Free slots form a stack
  * and used slots a list, both linked through the slots, so that claiming,
  * freeing and counting cost the same at zklock.max_locks = 100000 as at 16.
+ * The same critical sections keep the counts that the limits of
+ * slot_quota.c read: lock slots per role, reserve slots per backend.
  *
  *-------------------------------------------------------------------------
  */
@@ -19,25 +21,43 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
+#include "utils/hsearch.h"
 
+#include "pg_compat.h"
+#include "slot_quota.h"
 #include "zklock.h"
 
 zkl_shared_state *zkl_shared = NULL;
 
+/* Lock slots in use per role (counted roles only); guarded by zkl_shared->lock. */
+typedef struct zkl_role_count
+{
+	Oid			role;			/* hash key */
+	int			used;
+} zkl_role_count;
+
+static HTAB *zkl_role_counts = NULL;
+
 /*
- * Slots beyond zklock.max_locks for deadlock detection: a waiting backend's
- * publication (one, or two while a replaced one is being deleted) and the
- * one read it asks of the worker at a time.  Kept apart, so that detection
- * never takes a slot that a lock request could use.
+ * Slots beyond zklock.max_locks for what is no lock: reads and revocations
+ * (zk_lock_contenders, zk_lock_verify, zk_lock_revoke, ...) and deadlock
+ * detection, ZKL_RESERVE_PER_BACKEND per possible backend (slot_quota.h
+ * says what for).  Kept apart, so that neither ever takes a slot that a
+ * lock request could use, nor finds none when lock requests took them all.
  */
 int
 zkl_reserve_slots(void)
 {
-	return 3 * MaxBackends;
+	return ZKL_RESERVE_PER_BACKEND * MaxBackends;
 }
 
-Size
-zkl_shmem_size(void)
+/*
+ * The slots, the queue, the reserve use per backend, and apart from them
+ * the table of roles: each entry counts at least one lock slot, so
+ * zklock.max_locks entries are always enough.
+ */
+static Size
+zkl_shmem_struct_size(void)
 {
 	Size		size;
 	int			nslots = zkl_max_locks + zkl_reserve_slots();
@@ -45,7 +65,16 @@ zkl_shmem_size(void)
 	size = add_size(offsetof(zkl_shared_state, slots),
 					mul_size(sizeof(zkl_slot), nslots));
 	size = add_size(size, mul_size(sizeof(int), nslots));
+	size = MAXALIGN(size);
+	size = add_size(size, mul_size(sizeof(zkl_backend_use), MaxBackends));
 	return size;
+}
+
+Size
+zkl_shmem_size(void)
+{
+	return add_size(zkl_shmem_struct_size(),
+					hash_estimate_size(zkl_max_locks, sizeof(zkl_role_count)));
 }
 
 void
@@ -54,10 +83,10 @@ zkl_shmem_startup(void)
 	bool		found;
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	zkl_shared = ShmemInitStruct("zklock", zkl_shmem_size(), &found);
+	zkl_shared = ShmemInitStruct("zklock", zkl_shmem_struct_size(), &found);
 	if (!found)
 	{
-		memset(zkl_shared, 0, zkl_shmem_size());
+		memset(zkl_shared, 0, zkl_shmem_struct_size());
 		zkl_shared->lock = &(GetNamedLWLockTranche("zklock"))->lock;
 		zkl_shared->worker_procno = -1;
 		zkl_shared->session_state = ZKL_SESSION_STARTING;
@@ -94,6 +123,19 @@ zkl_shmem_startup(void)
 	 * EXEC_BACKEND.
 	 */
 	zkl_shared->queue = (int *) &zkl_shared->slots[zkl_shared->nslots];
+	zkl_shared->backends = (zkl_backend_use *)
+		MAXALIGN(&zkl_shared->queue[zkl_shared->nslots]);
+	if (!found)
+		zkl_shared->nbackends = MaxBackends;
+	{
+		HASHCTL		info;
+
+		info.keysize = sizeof(Oid);
+		info.entrysize = sizeof(zkl_role_count);
+		zkl_role_counts = ShmemInitHash("zklock slots per role",
+										zkl_max_locks, zkl_max_locks,
+										&info, HASH_ELEM | HASH_BLOBS);
+	}
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -139,23 +181,89 @@ zkl_wake_backend(zkl_slot *slot)
 	SetLatch(&ProcGlobal->allProcs[slot->procno].procLatch);
 }
 
+/* This backend's entry of backends[], made its own; NULL if it has none. */
+static zkl_backend_use *
+zkl_my_backend_use(void)
+{
+	zkl_backend_use *use;
+
+	if (ZKL_MY_PROCNO < 0 || ZKL_MY_PROCNO >= zkl_shared->nbackends)
+		return NULL;
+	use = &zkl_shared->backends[ZKL_MY_PROCNO];
+	/* A predecessor's slots still being finished no longer count here. */
+	if (use->pid != MyProcPid)
+	{
+		use->pid = MyProcPid;
+		use->reserve_used = 0;
+	}
+	return use;
+}
+
 /*
- * Take a free slot and put it on the used list; -1 when none is free.
- * Caller holds the lock exclusively and fills the slot in.
+ * Take a free slot for this backend and put it on the used list, if the
+ * limits allow (slot_quota.c): a lock slot counts against role (unless
+ * role_exempt) up to role_cap, a reserve slot against this backend.
+ * Returns the slot, or -1 with *verdict saying which limit refused and *used
+ * how many the role or the backend has.  Caller holds the lock exclusively
+ * and fills the slot in; the test and the count are one step under it.
  */
 int
-zkl_slot_take(bool reserve)
+zkl_slot_take(bool reserve, Oid role, bool role_exempt, int role_cap,
+			  int *verdict, int *used)
 {
 	int		   *head = reserve ? &zkl_shared->reserve_head : &zkl_shared->free_head;
 	int			slotno = *head;
 	zkl_slot   *slot;
+	zkl_backend_use *use = reserve ? zkl_my_backend_use() : NULL;
+	zkl_role_count *count = NULL;
+	zkl_claim_state st;
+	bool		found;
 
-	if (slotno < 0)
+	st.reserve = reserve;
+	st.pool_free = slotno >= 0;
+	st.role_exempt = role_exempt;
+	st.role_cap = role_cap;
+	st.role_used = 0;
+	st.backend_reserve_used = use ? use->reserve_used : 0;
+	if (!reserve && !role_exempt)
+	{
+		count = hash_search(zkl_role_counts, &role, HASH_FIND, NULL);
+		st.role_used = count ? count->used : 0;
+	}
+	*verdict = (int) zkl_claim_rule(&st);
+	*used = reserve ? st.backend_reserve_used : st.role_used;
+	if (reserve && use == NULL)
+		*verdict = ZKL_CLAIM_BACKEND_FULL;
+	if (*verdict != ZKL_CLAIM_OK)
 		return -1;
+
+	if (!reserve && !role_exempt && count == NULL)
+	{
+		/* One entry per role with a slot: zklock.max_locks are allocated. */
+		count = hash_search(zkl_role_counts, &role, HASH_ENTER_NULL, &found);
+		if (count == NULL)
+		{
+			*verdict = ZKL_CLAIM_POOL_FULL;
+			return -1;
+		}
+		count->used = 0;
+	}
+
 	slot = &zkl_shared->slots[slotno];
 	*head = slot->next;
+	slot->pid = MyProcPid;
+	slot->procno = ZKL_MY_PROCNO;
+	slot->quota_role = InvalidOid;
 	if (reserve)
+	{
 		zkl_shared->nreserve_used++;
+		use->reserve_used++;
+	}
+	else if (count != NULL)
+	{
+		count->used++;
+		slot->quota_role = role;
+	}
 	slot->prev = -1;
 	slot->next = zkl_shared->used_head;
 	if (slot->next >= 0)
@@ -189,11 +297,25 @@ zkl_slot_clear(zkl_slot *slot)
 		slot->next = zkl_shared->reserve_head;
 		zkl_shared->reserve_head = slotno;
 		zkl_shared->nreserve_used--;
+		/* Counted for the backend that took it, if still that one. */
+		if (slot->procno >= 0 && slot->procno < zkl_shared->nbackends &&
+			zkl_shared->backends[slot->procno].pid == slot->pid &&
+			zkl_shared->backends[slot->procno].reserve_used > 0)
+			zkl_shared->backends[slot->procno].reserve_used--;
 	}
 	else
 	{
 		slot->next = zkl_shared->free_head;
 		zkl_shared->free_head = slotno;
+		if (OidIsValid(slot->quota_role))
+		{
+			zkl_role_count *count = hash_search(zkl_role_counts, &slot->quota_role,
+												HASH_FIND, NULL);
+
+			if (count != NULL && --count->used <= 0)
+				hash_search(zkl_role_counts, &slot->quota_role, HASH_REMOVE, NULL);
+			slot->quota_role = InvalidOid;
+		}
 	}
 	zkl_shared->nused--;
 

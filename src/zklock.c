@@ -30,6 +30,7 @@ int			zkl_session_timeout = 10000;
 int			zkl_connect_timeout = 10000;
 int			zkl_max_locks = 1024;
 int			zkl_max_locks_per_backend = -1;
+int			zkl_max_locks_per_role = -1;
 char	   *zkl_auth = NULL;
 int			zkl_on_lock_lost = ZKL_ON_LOST_CANCEL;
 int			zkl_exclusive_layout_setting = ZKL_LAYOUT_MUTEX;
@@ -202,6 +203,20 @@ zkl_define_settings(void)
 							"Number of slots one backend may use at once.",
 							"-1 means a tenth of zklock.max_locks, but at least 64.",
 							&zkl_max_locks_per_backend,
+							-1, -1, 1000000,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+
+	/*
+	 * A session applies its own value to the slots of its login role: set per
+	 * role with ALTER ROLE ... SET (superusers only, or roles granted SET on
+	 * it), as temp_file_limit or work_mem are.  See slot_quota.c.
+	 */
+	DefineCustomIntVariable("zklock.max_locks_per_role",
+							"Number of lock slots the sessions of one role may use at once, together.",
+							"-1 means half of zklock.max_locks. Superusers have no such limit.",
+							&zkl_max_locks_per_role,
 							-1, -1, 1000000,
 							PGC_SUSET,
 							0,

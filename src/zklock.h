@@ -137,9 +137,17 @@ typedef enum zkl_session_state
  *   the lock exclusively.
  * - The lists of free and used slots (free_head, reserve_head, used_head,
  *   nused, nreserve_used, each slot's next and prev) and the request queue
- *   change under the lock held exclusively.  nslots and nlock_slots are
- *   set at startup.  Claiming, freeing, counting and waking cost O(1): nothing
- *   on a lock's path scans the slot array.
+ *   change under the lock held exclusively.  nslots, nlock_slots and
+ *   nbackends are set at startup.  Claiming, freeing, counting and waking
+ *   cost O(1): nothing on a lock's path scans the slot array.
+ * - The counts that the limits of slot_quota.c read change under the lock
+ *   held exclusively, in the same critical section as the slot lists
+ *   (zkl_slot_take, zkl_slot_clear), so no two claims can both pass a
+ *   limit that has room for one: the shared hash zkl_role_counts (lock
+ *   slots per role, of every state until free; a slot's quota_role, set
+ *   while it is taken, says which entry it counts in) and backends[] (reserve
+ *   slots per backend, by procno, for the pid that took them).  Anyone reads
+ *   them under the lock.
  * - worker_procno and worker_pid are written by the worker under the lock;
  *   zkl_wake_worker reads worker_procno without it (one aligned int: a stale
  *   value costs one spurious wakeup of another process, never a miss, since
@@ -169,6 +177,8 @@ typedef struct zkl_slot
 								 * none */
 	zkl_on_revoke on_revoke;	/* zklock.on_revoke of the request */
 	bool		revoke_requested;	/* a holder's node was asked to give up */
+	Oid			quota_role;		/* a lock slot counted against this role
+								 * (zkl_role_counts); InvalidOid: none */
 	zkl_take_reason take_reason;	/* the worker is taking the hold away */
 	uint32		reply_handle;	/* dsm_handle the worker writes the reply to */
 	int			next;			/* next free slot, or next used slot */
@@ -255,6 +265,8 @@ typedef struct zkl_shared_state
 	int			queue_head;		/* ring of slot indexes for the worker */
 	int			queue_len;
 	int		   *queue;			/* nslots entries, after the slots */
+	int			nbackends;		/* entries of backends: MaxBackends */
+	struct zkl_backend_use *backends;	/* after the queue */
 	zkl_slot	slots[FLEXIBLE_ARRAY_MEMBER];
 } zkl_shared_state;
 
@@ -273,6 +285,7 @@ extern int	zkl_session_timeout;
 extern int	zkl_connect_timeout;
 extern int	zkl_max_locks;
 extern int	zkl_max_locks_per_backend;
+extern int	zkl_max_locks_per_role;
 extern char *zkl_auth;
 extern int	zkl_on_lock_lost;
 extern int	zkl_exclusive_layout_setting;
@@ -281,6 +294,13 @@ extern int	zkl_max_hold_time_limit;
 extern int	zkl_hold_limit_ms(void);
 extern int	zkl_on_revoke_setting;
 
+/* Reserve slots one backend uses (slot_quota.c), for the pid that took them. */
+typedef struct zkl_backend_use
+{
+	int			pid;
+	int			reserve_used;
+} zkl_backend_use;
+
 /* shmem.c */
 extern zkl_shared_state *zkl_shared;
 extern Size zkl_shmem_size(void);
@@ -288,7 +308,8 @@ extern void zkl_shmem_startup(void);
 extern void zkl_require_shmem(void);
 extern void zkl_queue_push(int slotno);
 extern int	zkl_reserve_slots(void);
-extern int	zkl_slot_take(bool reserve);
+extern int	zkl_slot_take(bool reserve, Oid role, bool role_exempt, int role_cap,
+						  int *verdict, int *used);
 extern void zkl_slot_clear(zkl_slot *slot);
 extern void zkl_wake_worker(void);
 extern void zkl_wake_backend(zkl_slot *slot);
