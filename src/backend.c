@@ -351,6 +351,8 @@ zkl_publish_wait(void)
 	slot = &zkl_shared->slots[slotno];
 	slot->inspect = true;
 	slot->op = ZKL_OP_PUBLISH;
+	/* Published beside the wait: how often this backend looks (waits_for.c). */
+	snprintf(slot->data, sizeof(slot->data), "%d", DeadlockTimeout);
 	slot->sibling_slotno = zkl_wait_slotno;
 	slot->sibling_generation = zkl_wait_generation;
 	zkl_pub_slotno = slotno;

@@ -1304,7 +1304,9 @@ zkl_json_bytes(StringInfo buf, const char *s)
  * Publish what the backend's waiting request (the slot's sibling) waits
  * for, as the ephemeral node <root>/.waits/<session>-<pid>: its data, one
  * JSON object, names the request's directory, node and czxid (lock_dir,
- * lock_node, czxid), and has the request's own description's fields.  A wait that ended, or whose node is not known yet, is
+ * lock_node, czxid), the backend's deadlock_timeout in ms
+ * (deadlock_timeout), and has the request's own description's fields.  A
+ * wait that ended, or whose node is not known yet, is
  * answered with nothing published.  overwrite: the node exists (left by an
  * earlier worker in this session), so its data is written instead.
  */
@@ -1319,6 +1321,7 @@ zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite)
 	char		dir[ZKL_MAX_DIR_LEN];
 	char		node[ZKL_MAX_NODE_LEN];
 	char		description[ZKL_MAX_DATA_LEN];
+	char		timeout[12];
 	int64		czxid = 0;
 
 	if (slot->sibling_slotno >= 0 && slot->sibling_slotno < zkl_shared->nslots)
@@ -1334,6 +1337,7 @@ zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite)
 		strlcpy(node, wait->node, sizeof(node));
 		strlcpy(description, wait->data, sizeof(description));
 		czxid = wait->token;
+		strlcpy(timeout, slot->data, sizeof(timeout));
 		snprintf(slot->node, sizeof(slot->node), "%016llx-%d",
 				 (unsigned long long) zkl_shared->session_id, slot->pid);
 	}
@@ -1367,6 +1371,9 @@ zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite)
 	appendStringInfoString(&data, ",\"lock_node\":");
 	zkl_json_bytes(&data, node);
 	appendStringInfo(&data, ",\"czxid\":" INT64_FORMAT, czxid);
+	/* The backend's deadlock_timeout, in ms, as it wrote it (digits). */
+	if (timeout[0] != '\0' && strspn(timeout, "0123456789") == strlen(timeout))
+		appendStringInfo(&data, ",\"deadlock_timeout\":%s", timeout);
 	/* Then the request's own description, its fields beside these. */
 	if (description[0] == '{' && description[1] != '}' && description[1] != '\0')
 		appendStringInfo(&data, ",%s", description + 1);
