@@ -32,6 +32,7 @@ extern bool zkl_release_session(text *name, zkl_mode mode);
 extern void zkl_release_all_session(void);
 extern bool zkl_held_token(text *name, int64 *token);
 extern bool zkl_held_proven(text *name);
+extern void zkl_note_fence_row(text *name);
 extern bool zkl_session_proven(int *timeout_ms, TimestampTz *until, int64 *session);
 extern bool zkl_checking;
 extern void zkl_publish_wait(void);

@@ -394,6 +394,7 @@ zkl_mark_lost(int slotno, const char *cause)
 	zkl_slot   *slot = &zkl_shared->slots[slotno];
 	bool		held;
 	bool		commit_waiting = false;
+	bool		fence_row = false;
 	int			pid = 0;
 	zkl_take_reason reason = ZKL_TAKE_NONE;
 	char		name[ZKL_MAX_NAME_LEN + 1];
@@ -407,6 +408,7 @@ zkl_mark_lost(int slotno, const char *cause)
 		slot->node[0] = '\0';
 		pid = slot->pid;
 		commit_waiting = slot->commit_waiting;
+		fence_row = slot->fence_row;
 		strlcpy(name, slot->name, sizeof(name));
 		zkl_wake_backend(slot);
 	}
@@ -422,6 +424,22 @@ zkl_mark_lost(int slotno, const char *cause)
 	/* A commit waiting for proof reports the loss itself, as ZK002. */
 	if (commit_waiting)
 		return;
+
+	/*
+	 * A transaction that locked a fence row with this hold's token would keep
+	 * the next holder's fence waiting for as long as it stays open, and
+	 * PostgreSQL ignores a cancel while the backend is idle in it: whatever
+	 * zklock.on_lock_lost says, the backend is terminated (it could never
+	 * commit), as pg_terminate_backend would.
+	 */
+	if (fence_row)
+	{
+		ereport(LOG,
+				(errmsg("zklock: terminating backend %d: its transaction holds a fence row of ZooKeeper lock \"%s\", which it lost",
+						pid, name)));
+		kill(pid, SIGTERM);
+		return;
+	}
 	/* A revocation obeyed by zklock.on_revoke = cancel cancels. */
 	if (reason == ZKL_TAKE_REVOKED || zkl_on_lock_lost == ZKL_ON_LOST_CANCEL)
 		kill(pid, SIGINT);
