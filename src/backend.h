@@ -60,9 +60,10 @@ typedef struct zkl_contender
 	Datum		holder;			/* zklock's JSON as jsonb, or 0 */
 	bool		held;			/* by the lock rule */
 	bool		equal;			/* shares its sequence number: an anomaly */
-	char	   *owner;			/* "<system identifier>:<host>:<port>:<pid>"
-								 * of a zklock node; a standby shares the
-								 * identifier */
+	char	   *owner;			/* "<session>-<pid>" of a zklock node (its
+								 * ephemeralOwner and its description's pid),
+								 * as deadlock.c names backends; NULL for any
+								 * other */
 } zkl_contender;
 
 extern dsm_segment *zkl_fetch_directory(const char *name, const char *dir);
