@@ -440,6 +440,8 @@ zkl_publish_wait(void)
 	slot = &zkl_shared->slots[slotno];
 	slot->inspect = true;
 	slot->op = ZKL_OP_PUBLISH;
+	/* Published beside the wait: how often this backend looks (waits_for.c). */
+	snprintf(slot->data, sizeof(slot->data), "%d", DeadlockTimeout);
 	slot->sibling_slotno = zkl_wait_slotno;
 	slot->sibling_generation = zkl_wait_generation;
 	zkl_pub_slotno = slotno;
@@ -810,6 +812,7 @@ zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserv
 	slot->wanted = true;
 	slot->try_only = false;
 	slot->commit_waiting = false;
+	slot->fence_row = false;
 	slot->inspect = false;
 	slot->op = ZKL_OP_LOCK;
 	slot->permits = 0;
@@ -1565,6 +1568,62 @@ zkl_release_xact_holds(ResourceOwner owner)
 	}
 }
 
+/* Our slots say fence_row: forgotten when the transaction ends. */
+static bool zkl_fence_rows = false;
+
+/*
+ * This transaction has locked the fence row of name (fence.c) with the
+ * token of its hold of lock name: should the lock be lost while the
+ * transaction lasts, the worker ends this backend (zkl_mark_lost), so that
+ * a stale holder idle in its transaction never keeps the row from the next
+ * holder.  A lock lost already is reported now, before the row is kept.
+ */
+void
+zkl_note_fence_row(text *name)
+{
+	bool		held;
+	int64		granted;
+	bool		lost;
+	zkl_local_lock *lock = zkl_held_lock(name, &held, &granted);
+	zkl_slot   *slot;
+
+	if (lock == NULL)
+		return;
+	slot = &zkl_shared->slots[lock->slotno];
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	lost = slot->generation != lock->generation || slot->state != ZKL_SLOT_HELD;
+	if (!lost)
+	{
+		slot->fence_row = true;
+		zkl_fence_rows = true;
+	}
+	LWLockRelease(zkl_shared->lock);
+	if (lost)
+		zkl_report_if_lost(lock);
+}
+
+/* The transaction ended: its fence rows are no longer locked. */
+static void
+zkl_forget_fence_rows(void)
+{
+	HASH_SEQ_STATUS seq;
+	zkl_local_lock *lock;
+
+	if (!zkl_fence_rows)
+		return;
+	zkl_fence_rows = false;
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	hash_seq_init(&seq, zkl_locks);
+	while ((lock = hash_seq_search(&seq)) != NULL)
+	{
+		zkl_slot   *slot = &zkl_shared->slots[lock->slotno];
+
+		if (slot->generation == lock->generation)
+			slot->fence_row = false;
+	}
+	LWLockRelease(zkl_shared->lock);
+}
+
 /*
  * A resource owner of a subtransaction or a portal is released: its
  * transaction holds pass to the parent owner on commit and are given back
@@ -1880,6 +1939,7 @@ zkl_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			/* After the commit record: the next holder sees our work. */
 			zkl_end_commit_wait();
+			zkl_forget_fence_rows();
 			zkl_cancel_wait(true);
 			zkl_release_xact_holds(NULL);
 			zkl_lost_in_xact[0] = '\0';

@@ -32,6 +32,7 @@ extern bool zkl_release_session(text *name, zkl_mode mode);
 extern void zkl_release_all_session(void);
 extern bool zkl_held_token(text *name, int64 *token);
 extern bool zkl_held_proven(text *name);
+extern void zkl_note_fence_row(text *name);
 extern bool zkl_session_proven(int *timeout_ms, TimestampTz *until, int64 *session);
 extern bool zkl_checking;
 extern void zkl_publish_wait(void);
@@ -62,9 +63,10 @@ typedef struct zkl_contender
 	bool		downgrade_holds;	/* the worker knows it a peer's downgrade */
 	bool		downgrade_waits;	/* ... and this node a writer that waits
 									 * for it */
-	char	   *owner;			/* "<system identifier>:<host>:<port>:<pid>"
-								 * of a zklock node; a standby shares the
-								 * identifier */
+	char	   *owner;			/* "<session>-<pid>" of a zklock node (its
+								 * ephemeralOwner and its description's pid),
+								 * as deadlock.c names backends; NULL for any
+								 * other */
 } zkl_contender;
 
 extern dsm_segment *zkl_fetch_directory(const char *name, const char *dir);

@@ -197,7 +197,16 @@ zkl_contenders_of(zkl_inspect_reply *reply, bool leases, bool describe, int *cou
 			c->cluster = f[2];
 			c->host = f[3];
 			c->port = f[4];
-			c->owner = psprintf("%s:%s:%s:%s", f[0], f[3] ? f[3] : "", f[4] ? f[4] : "", f[1]);
+
+			/*
+			 * The backend it belongs to: its cluster's ZooKeeper session (the
+			 * node's ephemeralOwner) and its pid, as deadlock detection and
+			 * the worker know backends.  A description alone names no one: a
+			 * clone of the machine writes the same system identifier, host,
+			 * port and perhaps pid, from a session of its own.
+			 */
+			if (e->owner != 0)
+				c->owner = psprintf("%016llx-%d", (unsigned long long) e->owner, c->pid);
 		}
 		else
 			c->cluster = c->host = c->port = NULL;

@@ -30,6 +30,13 @@
  * czxid, so each of those nodes existed all along from the first reading
  * to the second, and all of them at once at the moment between.
  *
+ * A member that is not a cycle's victim remembers the cycle it saw, and
+ * when it has seen the same one at every check for its turn, it gives up
+ * in the victim's place (waits_for.c, stand-ins), after the same second
+ * reading: the victim's reads may end, at the bound, before they reach the
+ * cycle.  Each published wait carries its backend's deadlock_timeout, by
+ * which the turns are counted.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -64,6 +71,7 @@ typedef struct zkl_published
 	int64		czxid;			/* and that node's czxid */
 	char	   *cluster;		/* what the waiter's cluster is called */
 	char	   *mode;
+	int64		timeout_ms;		/* the waiter's deadlock_timeout; 0 unknown */
 } zkl_published;
 
 /* What edge i of a graph is, for the error's detail and zk_waits_for. */
@@ -77,7 +85,25 @@ typedef struct zkl_edge_info
 	const char *blocker_client;
 	char	   *blocker_node;	/* path; NULL for a PostgreSQL lock */
 	int64		blocker_czxid;	/* 0 for a PostgreSQL lock */
+	int64		timeout_ms;		/* the waiter's deadlock_timeout; 0 unknown */
 } zkl_edge_info;
+
+/*
+ * The cycle this backend's last checks saw without being its victim, and
+ * since when (waits_for.c, stand-ins): a member that keeps seeing it gives
+ * up in the place of a victim that cannot see it.  Only the wait of
+ * (slotno, generation) counts; another cycle, or none, starts again.
+ */
+static struct
+{
+	bool		valid;
+	int			slotno;
+	uint32		generation;
+	int			n;
+	zkl_wait_edge edges[ZKL_MAX_CYCLE];
+	int64		blocker_czxid[ZKL_MAX_CYCLE];
+	TimestampTz since;
+}			zkl_seen;
 
 /* One lock directory read during a pass. */
 typedef struct zkl_dir_read
@@ -175,7 +201,7 @@ zkl_lock_dir_ok(const char *dir, const char *node)
 static void
 zkl_read_waits(zkl_graph *g)
 {
-	static const char *const keys[] = {"lock_dir", "lock_node", "czxid", "mode", "cluster", "host", "port"};
+	static const char *const keys[] = {"lock_dir", "lock_node", "czxid", "mode", "cluster", "host", "port", "deadlock_timeout"};
 	char	   *dir = zkl_waits_dir();
 	dsm_segment *seg = zkl_fetch_directory(".waits", dir);
 	zkl_inspect_reply *reply = dsm_segment_address(seg);
@@ -204,6 +230,7 @@ zkl_read_waits(zkl_graph *g)
 			w->czxid = f[2] ? strtoll(f[2], NULL, 10) : 0;
 			w->mode = zkl_from_utf8(f[3]);
 			w->cluster = zkl_cluster_label(zkl_from_utf8(f[4]), zkl_from_utf8(f[5]), zkl_from_utf8(f[6]));
+			w->timeout_ms = f[7] ? Max(strtoll(f[7], NULL, 10), 0) : 0;
 			if (zkl_lock_dir_ok(w->dir, w->node) && w->czxid != 0)
 				g->nwaits++;
 		}
@@ -314,6 +341,7 @@ zkl_follow_zklock(zkl_graph *g, const zkl_published *w)
 		info->lock = lock;
 		info->mode = w->mode;
 		info->since_ms = d->all[self].ctime;
+		info->timeout_ms = w->timeout_ms;
 		info->blocker_cluster = zkl_contender_cluster(c);
 		info->blocker_client = zkl_client_of(c, c->is_zklock);
 		info->blocker_node = psprintf("%s/%s", w->dir, c->node);
@@ -429,6 +457,58 @@ zkl_same_cycle(const zkl_graph *a, const int *ca, int na,
 	return true;
 }
 
+/*
+ * A cycle through this backend's wait of which it is not the victim, when
+ * it has seen that same cycle at every check for its turn as a stand-in
+ * (waits_for.c, zkl_deadlock_standin_ms): returns its length and edges in
+ * cycle, or 0 while the turn has not come (or there is no such cycle).
+ */
+static int
+zkl_standin_cycle(const zkl_graph *g, const zkl_published *own, int slotno,
+				  uint32 generation, int *cycle)
+{
+	int64		timeouts[ZKL_MAX_WAIT_EDGES];
+	int			n = zkl_deadlock_any_cycle(g->edges, g->nedges, own->who, cycle, ZKL_MAX_CYCLE);
+	int64		turn = -1;
+	TimestampTz now = GetCurrentTimestamp();
+	bool		same;
+
+	for (int i = 0; i < g->nedges; i++)
+		timeouts[i] = g->edges[i].kind == ZKL_WAIT_ZKLOCK ? g->info[i].timeout_ms : 0;
+	if (n > 0)
+		turn = zkl_deadlock_standin_ms(g->edges, cycle, n, own->who, own->czxid, timeouts);
+	if (turn < 0)
+	{
+		zkl_seen.valid = false;
+		return 0;
+	}
+	same = zkl_seen.valid && zkl_seen.slotno == slotno && zkl_seen.generation == generation && zkl_seen.n == n;
+	for (int i = 0; i < n && same; i++)
+	{
+		const zkl_wait_edge *x = &g->edges[cycle[i]];
+		const zkl_wait_edge *y = &zkl_seen.edges[i];
+
+		same = zkl_backend_equal(x->waiter, y->waiter) && zkl_backend_equal(x->blocker, y->blocker) &&
+			x->kind == y->kind && x->czxid == y->czxid &&
+			g->info[cycle[i]].blocker_czxid == zkl_seen.blocker_czxid[i];
+	}
+	if (!same)
+	{
+		zkl_seen.valid = true;
+		zkl_seen.slotno = slotno;
+		zkl_seen.generation = generation;
+		zkl_seen.n = n;
+		for (int i = 0; i < n; i++)
+		{
+			zkl_seen.edges[i] = g->edges[cycle[i]];
+			zkl_seen.blocker_czxid[i] = g->info[cycle[i]].blocker_czxid;
+		}
+		zkl_seen.since = now;
+		return 0;
+	}
+	return now - zkl_seen.since >= turn * 1000 ? n : 0;
+}
+
 /* The cycle in the words of PostgreSQL's own deadlock report. */
 static char *
 zkl_describe_cycle(const zkl_graph *g, const int *cycle, int n)
@@ -475,6 +555,7 @@ zkl_deadlock_check(int slotno, uint32 generation, const char *name)
 	int			cycle1[ZKL_MAX_CYCLE];
 	int			cycle2[ZKL_MAX_CYCLE];
 	volatile int n1 = 0;
+	volatile bool standin = false;
 	int			n2;
 	char	   *volatile result = NULL;
 
@@ -493,6 +574,7 @@ zkl_deadlock_check(int slotno, uint32 generation, const char *name)
 		own.node = pstrdup(slot->node);
 		own.czxid = slot->token;
 		own.mode = pstrdup(slot->kind == ZKL_NODE_READ ? "shared" : "exclusive");
+		own.timeout_ms = DeadlockTimeout;
 	}
 	spare = zkl_shared->nslots - zkl_shared->nlock_slots - zkl_shared->nreserve_used;
 	LWLockRelease(zkl_shared->lock);
@@ -513,6 +595,11 @@ zkl_deadlock_check(int slotno, uint32 generation, const char *name)
 			first = zkl_read_graph(&own, ZKL_MAX_CYCLE);
 			n1 = zkl_deadlock_victim_cycle(first->edges, first->nedges, own.who, own.czxid,
 										   cycle1, ZKL_MAX_CYCLE);
+			if (n1 == 0)
+			{
+				n1 = zkl_standin_cycle(first, &own, slotno, generation, cycle1);
+				standin = n1 > 0;
+			}
 			second = n1 > 0 ? zkl_read_graph(&own, ZKL_MAX_CYCLE) : NULL;
 		}
 		PG_FINALLY();
@@ -522,8 +609,10 @@ zkl_deadlock_check(int slotno, uint32 generation, const char *name)
 		PG_END_TRY();
 		if (second != NULL)
 		{
-			n2 = zkl_deadlock_victim_cycle(second->edges, second->nedges, own.who, own.czxid,
-										   cycle2, ZKL_MAX_CYCLE);
+			n2 = standin ?
+				zkl_deadlock_any_cycle(second->edges, second->nedges, own.who, cycle2, ZKL_MAX_CYCLE) :
+				zkl_deadlock_victim_cycle(second->edges, second->nedges, own.who, own.czxid,
+										  cycle2, ZKL_MAX_CYCLE);
 			LWLockAcquire(zkl_shared->lock, LW_SHARED);
 			waiting = slot->generation == generation && slot->state == ZKL_SLOT_WAITING;
 			LWLockRelease(zkl_shared->lock);
@@ -531,6 +620,9 @@ zkl_deadlock_check(int slotno, uint32 generation, const char *name)
 			{
 				char	   *detail = zkl_describe_cycle(second, cycle2, n2);
 
+				if (standin)
+					detail = psprintf("%s\nProcess %d gives up in the place of the cycle's newest request, which has not.",
+									  detail, MyProcPid);
 				result = MemoryContextStrdup(caller, detail);
 			}
 		}

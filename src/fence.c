@@ -34,6 +34,15 @@
  * the lock named by the resource (zkl_fence_proven): no role can push a
  * fence beyond what its writers' next lock will give them.
  *
+ * A write that carries no token of its own (zkl_fence_token: an UPDATE that
+ * leaves the token column alone, a delete through zk_fence_delete_trigger,
+ * zk_fence_table without a token) is fenced with the session's own token
+ * for the lock, and refused without it.  A fence row stays locked until
+ * the fencer's transaction ends, so each fence is noted on the hold whose
+ * token it used (zkl_note_fence_row): should that lock be lost first, the
+ * worker ends the backend rather than let a stale holder, idle in its
+ * transaction, keep the next holder waiting.
+ *
  * Callers need EXECUTE, no right on the tables: the statements run as the
  * tables' owner (1.1 and 1.2: SECURITY DEFINER; from 1.3 the C code
  * switches, so that it knows its caller).  The extension is relocatable,
@@ -47,6 +56,7 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/sysattr.h"
 #include "access/table.h"
 #include "catalog/indexing.h"
 #include "catalog/partition.h"
@@ -76,6 +86,26 @@ PG_FUNCTION_INFO_V1(zk_fence);
 PG_FUNCTION_INFO_V1(zk_fence_trigger);
 PG_FUNCTION_INFO_V1(zk_fence_1_3);
 PG_FUNCTION_INFO_V1(zk_fence_trigger_1_3);
+PG_FUNCTION_INFO_V1(zk_fence_delete_trigger);
+PG_FUNCTION_INFO_V1(zk_fence_table);
+
+/*
+ * Where the token of a fenced write comes from (zklock 1.4).  A write that
+ * carries no token of its own (an UPDATE that leaves the token column
+ * alone, a DELETE) is fenced with the session's own token for the lock of
+ * the resource; a session that holds no such lock is refused, unless it may
+ * write the fencing table directly (it could write any token by hand).
+ */
+typedef enum zkl_fence_token
+{
+	ZKL_TOKEN_GIVEN,			/* the caller's, or the row's as written */
+	ZKL_TOKEN_UNCHANGED,		/* the row's, left as it was, and no lock is
+								 * held: refused, or for a caller that may
+								 * write the table, fenced as it is */
+	ZKL_TOKEN_NONE				/* a delete, and no lock is held: refused, or
+								 * for a caller that may write the table, let
+								 * through unfenced */
+} zkl_fence_token;
 
 /*
  * Where the tokens of a fence live (zklock 1.3).  ZKL_FENCE_1_1 is the one
@@ -286,7 +316,8 @@ zkl_fence_proven(text *resource, int64 token)
  * refuses what became older meanwhile.
  */
 static void
-zkl_fence(zkl_fence_kind kind, text *resource, int64 token, Oid key)
+zkl_fence(zkl_fence_kind kind, text *resource, int64 token, Oid key,
+		  zkl_fence_token how)
 {
 	Datum		values[3];
 	int			rc;
@@ -313,6 +344,23 @@ zkl_fence(zkl_fence_kind kind, text *resource, int64 token, Oid key)
 
 		exempt = pg_class_aclcheck(plans->relid, caller, ACL_INSERT) == ACLCHECK_OK &&
 			pg_class_aclcheck(plans->relid, caller, ACL_UPDATE) == ACLCHECK_OK;
+
+		/* A write without a token of its own, by a session without the lock. */
+		if (how != ZKL_TOKEN_GIVEN && !exempt)
+			ereport(ERROR,
+					(errcode(ERRCODE_ZKLOCK_UNPROVEN_TOKEN),
+					 errmsg("this session does not hold lock \"%s\", which its fenced write needs",
+							text_to_cstring(resource)),
+					 errdetail(how == ZKL_TOKEN_NONE ?
+							   "A delete from a fenced table, or zk_fence_table without a token, is fenced with the token of the lock this session holds." :
+							   "An update that leaves the fencing token column alone is fenced with the token of the lock this session holds."),
+					 errhint("Take lock \"%s\" first, or write the token of its holder in the token column.",
+							 text_to_cstring(resource))));
+		if (how == ZKL_TOKEN_NONE)
+		{
+			SPI_finish();
+			return;
+		}
 
 		/*
 		 * The statements run as the owner, the proof as the caller (whose the
@@ -362,6 +410,9 @@ zkl_fence(zkl_fence_kind kind, text *resource, int64 token, Oid key)
 
 	SetUserIdAndSecContext(caller, sec_context);
 	SPI_finish();
+
+	/* The row stays locked until the transaction ends: see zkl_mark_lost. */
+	zkl_note_fence_row(resource);
 }
 
 /* The arguments of zk_fence, checked for NULL. */
@@ -388,7 +439,7 @@ zk_fence(PG_FUNCTION_ARGS)
 	int64		token;
 
 	zkl_fence_args(fcinfo, &resource, &token);
-	zkl_fence(ZKL_FENCE_1_1, resource, token, InvalidOid);
+	zkl_fence(ZKL_FENCE_1_1, resource, token, InvalidOid, ZKL_TOKEN_GIVEN);
 	PG_RETURN_VOID();
 }
 
@@ -400,14 +451,58 @@ zk_fence_1_3(PG_FUNCTION_ARGS)
 	int64		token;
 
 	zkl_fence_args(fcinfo, &resource, &token);
-	zkl_fence(ZKL_FENCE_ROLE, resource, token, GetUserId());
+	zkl_fence(ZKL_FENCE_ROLE, resource, token, GetUserId(), ZKL_TOKEN_GIVEN);
 	PG_RETURN_VOID();
+}
+
+/*
+ * The new row version with token in its token column (attnum, of base type
+ * type): an update that left the column alone writes the token it is
+ * fenced with, so that the row says whose write it is.
+ */
+static HeapTuple
+zkl_set_row_token(HeapTuple tuple, Relation rel, int attnum, Oid type, int64 token)
+{
+	Datum		value;
+	bool		isnull = false;
+
+	if ((type == INT4OID && (token < PG_INT32_MIN || token > PG_INT32_MAX)) ||
+		(type == INT2OID && (token < PG_INT16_MIN || token > PG_INT16_MAX)))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("fencing token %lld does not fit column \"%s\" of relation \"%s\"",
+						(long long) token,
+						NameStr(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attname),
+						RelationGetRelationName(rel))));
+	if (type == INT8OID)
+		value = Int64GetDatum(token);
+	else if (type == INT4OID)
+		value = Int32GetDatum((int32) token);
+	else
+		value = Int16GetDatum((int16) token);
+	return heap_modify_tuple_by_cols(tuple, RelationGetDescr(rel), 1, &attnum, &value, &isnull);
+}
+
+/* The table whose fence a row of rel is fenced in: a partition's root. */
+static Oid
+zkl_fenced_table(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+
+	if (rel->rd_rel->relispartition)
+		relid = llast_oid(get_partition_ancestors(relid));
+	return relid;
 }
 
 /*
  * BEFORE INSERT OR UPDATE ... FOR EACH ROW
  * EXECUTE FUNCTION zk_fence_trigger('resource', 'token_column'):
- * fences each new row version with the token in its column.
+ * fences each new row version with the token in its column.  From 1.4, an
+ * UPDATE that does not set the token column (tg_updatedcols: UPDATE's SET
+ * list, ON CONFLICT's, MERGE's update actions) is fenced with the session's
+ * own token for the lock of the resource, which it writes in the column,
+ * and refused when the session holds no such lock: the row's old token is
+ * whoever wrote last, not this writer.
  */
 static Datum
 zkl_fence_row(FunctionCallInfo fcinfo, zkl_fence_kind kind)
@@ -423,7 +518,7 @@ zkl_fence_row(FunctionCallInfo fcinfo, zkl_fence_kind kind)
 	Datum		value;
 	bool		isnull;
 	int64		token;
-	Oid			relid;
+	zkl_fence_token how = ZKL_TOKEN_GIVEN;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -471,6 +566,22 @@ zkl_fence_row(FunctionCallInfo fcinfo, zkl_fence_kind kind)
 				 errcontext("zk_fence_trigger() of trigger \"%s\"",
 							trigger->tgname)));
 
+	/* An update that leaves the token alone: the session's own token. */
+	if (kind == ZKL_FENCE_TABLE && TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) &&
+		!bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, trigdata->tg_updatedcols))
+	{
+		text	   *resource = cstring_to_text(trigger->tgargs[0]);
+		int64		held;
+
+		if (zkl_held_token(resource, &held))
+		{
+			newtuple = zkl_set_row_token(newtuple, rel, attnum, type, held);
+			zkl_fence(kind, resource, held, zkl_fenced_table(rel), ZKL_TOKEN_GIVEN);
+			return PointerGetDatum(newtuple);
+		}
+		how = ZKL_TOKEN_UNCHANGED;
+	}
+
 	value = heap_getattr(newtuple, attnum, tupdesc, &isnull);
 	if (isnull)
 		ereport(ERROR,
@@ -490,11 +601,8 @@ zkl_fence_row(FunctionCallInfo fcinfo, zkl_fence_kind kind)
 	 * A partition's rows are fenced with its whole tree's (the trigger of a
 	 * partitioned table fires on the partition the row goes to).
 	 */
-	relid = RelationGetRelid(rel);
-	if (kind == ZKL_FENCE_TABLE && rel->rd_rel->relispartition)
-		relid = llast_oid(get_partition_ancestors(relid));
-
-	zkl_fence(kind, cstring_to_text(trigger->tgargs[0]), token, relid);
+	zkl_fence(kind, cstring_to_text(trigger->tgargs[0]), token,
+			  kind == ZKL_FENCE_TABLE ? zkl_fenced_table(rel) : RelationGetRelid(rel), how);
 
 	return PointerGetDatum(newtuple);
 }
@@ -514,4 +622,94 @@ Datum
 zk_fence_trigger_1_3(PG_FUNCTION_ARGS)
 {
 	return zkl_fence_row(fcinfo, ZKL_FENCE_TABLE);
+}
+
+/*
+ * zk_fence_delete_trigger from 1.4: BEFORE DELETE ... FOR EACH ROW
+ * EXECUTE FUNCTION zk_fence_delete_trigger('resource'): fences each delete
+ * (MERGE's too) with the session's own token for lock resource, in the
+ * table's fence of resource, the one zk_fence_trigger keeps; a session
+ * that holds no such lock is refused (ZK004), unless it may write the
+ * fencing table directly.
+ */
+Datum
+zk_fence_delete_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Trigger    *trigger;
+	Relation	rel;
+	text	   *resource;
+	int64		held;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("zk_fence_delete_trigger: must be called as trigger")));
+	if (!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("zk_fence_delete_trigger: must be fired BEFORE DELETE FOR EACH ROW")));
+	trigger = trigdata->tg_trigger;
+	rel = trigdata->tg_relation;
+	if (trigger->tgnargs != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("zk_fence_delete_trigger: trigger \"%s\" on relation \"%s\" needs 1 argument, the resource, not %d",
+						trigger->tgname, RelationGetRelationName(rel),
+						trigger->tgnargs)));
+
+	resource = cstring_to_text(trigger->tgargs[0]);
+	if (zkl_held_token(resource, &held))
+		zkl_fence(ZKL_FENCE_TABLE, resource, held, zkl_fenced_table(rel), ZKL_TOKEN_GIVEN);
+	else
+		zkl_fence(ZKL_FENCE_TABLE, resource, 0, zkl_fenced_table(rel), ZKL_TOKEN_NONE);
+	return PointerGetDatum(trigdata->tg_trigtuple);
+}
+
+/*
+ * zk_fence_table(fenced_table, resource, token) from 1.4: fences the
+ * table's own fence of resource (the one its triggers keep) as the trigger
+ * would a row with token, or, for a NULL token, with the session's own
+ * token for lock resource, refused (ZK004) when it holds no such lock
+ * unless it may write the fencing table; returns the token fenced with.  A
+ * transaction that calls it before its row writes takes the fence's row
+ * first, so that two transactions of one holder wait for each other there
+ * rather than deadlock over rows each locked before its trigger reached the
+ * fence.  Only a writer of the table (INSERT, UPDATE or DELETE on it) may
+ * reach its fence.
+ */
+Datum
+zk_fence_table(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	text	   *resource;
+	int64		token;
+	Relation	rel;
+	Oid			fenced;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("fenced table and resource must not be null")));
+	relid = PG_GETARG_OID(0);
+	resource = PG_GETARG_TEXT_PP(1);
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT | ACL_UPDATE | ACL_DELETE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to fence table \"%s\"", get_rel_name(relid)),
+				 errdetail("A table's fence is reached only by the roles that may insert, update or delete its rows.")));
+	rel = table_open(relid, AccessShareLock);
+	fenced = zkl_fenced_table(rel);
+	table_close(rel, AccessShareLock);
+	if (!PG_ARGISNULL(2))
+		token = PG_GETARG_INT64(2);
+	else if (!zkl_held_token(resource, &token))
+	{
+		zkl_fence(ZKL_FENCE_TABLE, resource, 0, fenced, ZKL_TOKEN_NONE);
+		PG_RETURN_NULL();
+	}
+	zkl_fence(ZKL_FENCE_TABLE, resource, token, fenced, ZKL_TOKEN_GIVEN);
+	PG_RETURN_INT64(token);
 }

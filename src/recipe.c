@@ -396,6 +396,7 @@ zkl_mark_lost(int slotno, const char *cause)
 	zkl_slot   *slot = &zkl_shared->slots[slotno];
 	bool		held;
 	bool		commit_waiting = false;
+	bool		fence_row = false;
 	int			pid = 0;
 	zkl_take_reason reason = ZKL_TAKE_NONE;
 	char		name[ZKL_MAX_NAME_LEN + 1];
@@ -409,6 +410,7 @@ zkl_mark_lost(int slotno, const char *cause)
 		slot->node[0] = '\0';
 		pid = slot->pid;
 		commit_waiting = slot->commit_waiting;
+		fence_row = slot->fence_row;
 		strlcpy(name, slot->name, sizeof(name));
 		zkl_wake_backend(slot);
 	}
@@ -424,6 +426,22 @@ zkl_mark_lost(int slotno, const char *cause)
 	/* A commit waiting for proof reports the loss itself, as ZK002. */
 	if (commit_waiting)
 		return;
+
+	/*
+	 * A transaction that locked a fence row with this hold's token would keep
+	 * the next holder's fence waiting for as long as it stays open, and
+	 * PostgreSQL ignores a cancel while the backend is idle in it: whatever
+	 * zklock.on_lock_lost says, the backend is terminated (it could never
+	 * commit), as pg_terminate_backend would.
+	 */
+	if (fence_row)
+	{
+		ereport(LOG,
+				(errmsg("zklock: terminating backend %d: its transaction holds a fence row of ZooKeeper lock \"%s\", which it lost",
+						pid, name)));
+		kill(pid, SIGTERM);
+		return;
+	}
 	/* A revocation obeyed by zklock.on_revoke = cancel cancels. */
 	if (reason == ZKL_TAKE_REVOKED || zkl_on_lock_lost == ZKL_ON_LOST_CANCEL)
 		kill(pid, SIGINT);
@@ -1521,7 +1539,9 @@ zkl_json_bytes(StringInfo buf, const char *s)
  * Publish what the backend's waiting request (the slot's sibling) waits
  * for, as the ephemeral node <root>/.waits/<session>-<pid>: its data, one
  * JSON object, names the request's directory, node and czxid (lock_dir,
- * lock_node, czxid), and has the request's own description's fields.  A wait that ended, or whose node is not known yet, is
+ * lock_node, czxid), the backend's deadlock_timeout in ms
+ * (deadlock_timeout), and has the request's own description's fields.  A
+ * wait that ended, or whose node is not known yet, is
  * answered with nothing published.  overwrite: the node exists (left by an
  * earlier worker in this session), so its data is written instead.
  */
@@ -1536,6 +1556,7 @@ zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite)
 	char		dir[ZKL_MAX_DIR_LEN];
 	char		node[ZKL_MAX_NODE_LEN];
 	char		description[ZKL_MAX_DATA_LEN];
+	char		timeout[12];
 	int64		czxid = 0;
 
 	if (slot->sibling_slotno >= 0 && slot->sibling_slotno < zkl_shared->nslots)
@@ -1551,6 +1572,7 @@ zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite)
 		strlcpy(node, wait->node, sizeof(node));
 		strlcpy(description, wait->data, sizeof(description));
 		czxid = wait->token;
+		strlcpy(timeout, slot->data, sizeof(timeout));
 		snprintf(slot->node, sizeof(slot->node), "%016llx-%d",
 				 (unsigned long long) zkl_shared->session_id, slot->pid);
 	}
@@ -1584,6 +1606,9 @@ zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite)
 	appendStringInfoString(&data, ",\"lock_node\":");
 	zkl_json_bytes(&data, node);
 	appendStringInfo(&data, ",\"czxid\":" INT64_FORMAT, czxid);
+	/* The backend's deadlock_timeout, in ms, as it wrote it (digits). */
+	if (timeout[0] != '\0' && strspn(timeout, "0123456789") == strlen(timeout))
+		appendStringInfo(&data, ",\"deadlock_timeout\":%s", timeout);
 	/* Then the request's own description, its fields beside these. */
 	if (description[0] == '{' && description[1] != '}' && description[1] != '\0')
 		appendStringInfo(&data, ",%s", description + 1);

@@ -40,6 +40,18 @@
  * readings disagree, its highest czxid counts.  Cycles are searched to a
  * bounded length (max_cycle edges): a longer cycle is not seen.
  *
+ * Stand-ins.  A detector reads the graph from its own wait, breadth-first,
+ * within a bound of lock directories (deadlock.c), so members of one cycle
+ * may see different parts of the graph: the newest request's reads may all
+ * go to waits that lead elsewhere, while an older member reaches the whole
+ * cycle at once.  The victim checks the moment it publishes its wait and
+ * after each of its deadlock_timeouts, so a cycle that an older member has
+ * seen, node for node, for a few of the longest deadlock_timeout of its
+ * members is one its victim cannot see; that member then gives up in its
+ * place (zkl_deadlock_standin_ms says when).  Members that see it take
+ * that turn newest first, each after the one before had time to see it at
+ * a check of its own and give up, so the cycle still loses one member.
+ *
  *-------------------------------------------------------------------------
  */
 #include <string.h>
@@ -353,4 +365,52 @@ zkl_deadlock_any_cycle(const zkl_wait_edge *edges, int nedges,
 					   zkl_backend_ref self, int *cycle, int max_cycle)
 {
 	return zkl_find_cycle(edges, nedges, self, false, false, 0, cycle, max_cycle);
+}
+
+/*
+ * How long self, a member of a cycle (edges of zkl_deadlock_any_cycle,
+ * cycle[0] its own) that is not its victim, lets the cycle stand before it
+ * gives up in the victim's place; -1 when self's request is the newest
+ * zklock request of the cycle (the victim rule decides) or self has no
+ * zklock wait in it.  timeout_ms gives, per edge, the deadlock_timeout of
+ * its waiter (0: unknown or a PostgreSQL lock's wait).
+ *
+ * With rank r (r zklock requests of the cycle newer than self's) and L the
+ * longest deadlock_timeout of the cycle's zklock waiters, the answer is
+ * r * ZKL_STANDIN_TIMEOUTS * L, counted from the first check at which self
+ * saw this cycle.  Every member sees a cycle first within its own
+ * deadlock_timeout (at most L) and a check after the cycle closed, and
+ * acts at a check at most L after its turn came: the member of rank r
+ * gives up at most r * 4L + 2L after the cycle closed plus two checks'
+ * reads, before rank r + 1 may, at (r + 1) * 4L at the earliest.  The
+ * victim itself (rank 0) gives up within L and a check.
+ */
+int64_t
+zkl_deadlock_standin_ms(const zkl_wait_edge *edges, const int *cycle, int ncycle,
+						zkl_backend_ref self, int64_t self_czxid,
+						const int64_t *timeout_ms)
+{
+	int			rank = 0;
+	int64_t		longest = 0;
+	bool		self_waits = false;
+
+	for (int k = 0; k < ncycle; k++)
+	{
+		const zkl_wait_edge *e = &edges[cycle[k]];
+
+		if (e->kind != ZKL_WAIT_ZKLOCK)
+			continue;
+		if (timeout_ms[cycle[k]] > longest)
+			longest = timeout_ms[cycle[k]];
+		if (zkl_backend_equal(e->waiter, self))
+			self_waits = true;
+		else if (e->czxid > self_czxid)
+			rank++;
+	}
+	if (!self_waits || rank == 0)
+		return -1;
+	/* Nobody's deadlock_timeout known: PostgreSQL's default. */
+	if (longest <= 0)
+		longest = 1000;
+	return (int64_t) rank * ZKL_STANDIN_TIMEOUTS * longest;
 }

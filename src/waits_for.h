@@ -67,4 +67,15 @@ extern int	zkl_deadlock_any_cycle(const zkl_wait_edge *edges, int nedges,
 								   zkl_backend_ref self,
 								   int *cycle, int max_cycle);
 
+/*
+ * A member of a cycle that is not its victim gives up in the victim's
+ * place once it has seen the cycle, unchanged, for this many multiples of
+ * the longest deadlock_timeout of its members, times its rank.
+ */
+#define ZKL_STANDIN_TIMEOUTS 4
+
+extern int64_t zkl_deadlock_standin_ms(const zkl_wait_edge *edges, const int *cycle,
+									   int ncycle, zkl_backend_ref self,
+									   int64_t self_czxid, const int64_t *timeout_ms);
+
 #endif							/* ZKLOCK_WAITS_FOR_H */

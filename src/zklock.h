@@ -128,9 +128,9 @@ typedef enum zkl_session_state
  *   the worker, under the lock held exclusively (the backend that claims a
  *   slot resets them while claiming).  The worker reads its own writes
  *   without the lock; everyone else reads them under the lock.
- * - state, generation, wanted, queued, commit_waiting, session_count and
- *   xact_count are read under the lock and written under it exclusively, by
- *   the owning backend or the worker.
+ * - state, generation, wanted, queued, commit_waiting, fence_row,
+ *   session_count and xact_count are read under the lock and written under
+ *   it exclusively, by the owning backend or the worker.
  * - The session fields (session_state to proof_sent) are written by the
  *   worker under the lock held exclusively; others read them under it, the
  *   worker also without it.  heartbeat_requested is read and written under
@@ -167,6 +167,8 @@ typedef struct zkl_slot
 	bool		queued;			/* index is in the worker's request queue */
 	bool		try_only;		/* give up instead of queueing */
 	bool		commit_waiting; /* owner waits in its pre-commit check */
+	bool		fence_row;		/* owner's open transaction locked a fence row
+								 * with this hold's token (fence.c) */
 	zkl_node_kind kind;
 	int			sibling_slotno; /* the owner's hold of the other mode, or -1 */
 	uint32		sibling_generation;

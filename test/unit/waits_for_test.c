@@ -689,6 +689,140 @@ test_published_waits(void)
 		  "a node of another czxid or name is not the request");
 }
 
+/* ---- stand-ins: when a member that is not the victim gives up ---- */
+
+static void
+test_standin(void)
+{
+	int64_t		tmo[8] = {200, 200, 200, 200, 200, 200, 200, 200};
+	int			cycle[ZKL_MAX_CYCLE];
+	int			len;
+
+	/* X (older) -> Y (newer) -> X. */
+	{
+		zkl_wait_edge g[] = {
+			zk_edge(be(0, 1), be(1, 1), 10),	/* X waits for Y */
+			zk_edge(be(1, 1), be(0, 1), 20),	/* Y waits for X */
+		};
+
+		len = zkl_deadlock_any_cycle(g, 2, be(0, 1), cycle, ZKL_MAX_CYCLE);
+		check(len == 2 && zkl_deadlock_standin_ms(g, cycle, len, be(0, 1), 10, tmo) ==
+			  ZKL_STANDIN_TIMEOUTS * 200,
+			  "the older member of two stands in after 4 deadlock_timeouts");
+		len = zkl_deadlock_any_cycle(g, 2, be(1, 1), cycle, ZKL_MAX_CYCLE);
+		check(len == 2 && zkl_deadlock_standin_ms(g, cycle, len, be(1, 1), 20, tmo) == -1,
+			  "the newest member is the victim, never a stand-in");
+		tmo[1] = 5000;
+		len = zkl_deadlock_any_cycle(g, 2, be(0, 1), cycle, ZKL_MAX_CYCLE);
+		check(zkl_deadlock_standin_ms(g, cycle, len, be(0, 1), 10, tmo) ==
+			  ZKL_STANDIN_TIMEOUTS * 5000,
+			  "the turn is counted in the longest deadlock_timeout of the cycle");
+		tmo[0] = tmo[1] = 0;
+		check(zkl_deadlock_standin_ms(g, cycle, len, be(0, 1), 10, tmo) ==
+			  ZKL_STANDIN_TIMEOUTS * 1000,
+			  "no deadlock_timeout known: PostgreSQL's default counts");
+		tmo[0] = tmo[1] = 200;
+	}
+
+	/* A (10) -> B (30) -> C (20) -> A: ranks 2, 0, 1. */
+	{
+		zkl_wait_edge g[] = {
+			zk_edge(be(0, 1), be(1, 1), 10),
+			zk_edge(be(1, 1), be(2, 1), 30),
+			zk_edge(be(2, 1), be(0, 1), 20),
+		};
+		int64_t		a,
+					c;
+
+		len = zkl_deadlock_any_cycle(g, 3, be(0, 1), cycle, ZKL_MAX_CYCLE);
+		a = zkl_deadlock_standin_ms(g, cycle, len, be(0, 1), 10, tmo);
+		len = zkl_deadlock_any_cycle(g, 3, be(2, 1), cycle, ZKL_MAX_CYCLE);
+		c = zkl_deadlock_standin_ms(g, cycle, len, be(2, 1), 20, tmo);
+		check(c == ZKL_STANDIN_TIMEOUTS * 200 && a == 2 * ZKL_STANDIN_TIMEOUTS * 200,
+			  "stand-ins take turns newest first, a turn of 4 deadlock_timeouts each");
+	}
+
+	/*
+	 * A PostgreSQL lock's wait counts for neither rank nor turn; a member
+	 * whose only wait in the cycle is on a PostgreSQL lock never stands in.
+	 */
+	{
+		zkl_wait_edge g[] = {
+			zk_edge(be(0, 1), be(0, 2), 10),	/* A1 waits for zklock of A2 */
+			hw_edge(be(0, 2), be(0, 1)),	/* A2 waits for A1's row */
+		};
+		int64_t		t2[2] = {200, 99999};
+
+		len = zkl_deadlock_any_cycle(g, 2, be(0, 2), cycle, ZKL_MAX_CYCLE);
+		check(len == 2 && zkl_deadlock_standin_ms(g, cycle, len, be(0, 2), 0, t2) == -1,
+			  "a member waiting on a PostgreSQL lock never stands in");
+	}
+}
+
+/*
+ * On random cycles (2 to ZKL_MAX_CYCLE members, random requests and
+ * deadlock_timeouts) with leaves beside them: exactly one member has no
+ * turn, the one the victim rule names; the others' turns are distinct
+ * and each at least ZKL_STANDIN_TIMEOUTS of the longest deadlock_timeout
+ * after the one before.
+ */
+static void
+test_standin_random(void)
+{
+	int			bad = 0;
+
+	for (int round = 0; round < 2000; round++)
+	{
+		zkl_wait_edge g[2 * ZKL_MAX_CYCLE];
+		int64_t		tmo[2 * ZKL_MAX_CYCLE];
+		int64_t		czxid[ZKL_MAX_CYCLE];
+		int64_t		turn[ZKL_MAX_CYCLE];
+		int64_t		longest = 0;
+		int			n = 2 + (int) (next_random() % (ZKL_MAX_CYCLE - 1));
+		int			ne = 0;
+		int			nvictims = 0;
+
+		for (int i = 0; i < n; i++)
+		{
+			czxid[i] = 1 + (int64_t) (next_random() % 1000) * ZKL_MAX_CYCLE + i;
+			g[ne] = zk_edge(be(i % 3, i), be((i + 1) % n % 3, (i + 1) % n), czxid[i]);
+			tmo[ne] = 1 + next_random() % 3000;
+			if (tmo[ne] > longest)
+				longest = tmo[ne];
+			ne++;
+			if (next_random() % 2)
+			{
+				/* A leaf: a wait for a holder that waits for nothing. */
+				g[ne] = zk_edge(be(i % 3, i), be(9, 50 + i), czxid[i]);
+				tmo[ne] = tmo[ne - 1];
+				ne++;
+			}
+		}
+		for (int i = 0; i < n; i++)
+		{
+			int			cycle[ZKL_MAX_CYCLE];
+			int			vcycle[ZKL_MAX_CYCLE];
+			int			len = zkl_deadlock_any_cycle(g, ne, be(i % 3, i), cycle, ZKL_MAX_CYCLE);
+			int			vlen = zkl_deadlock_victim_cycle(g, ne, be(i % 3, i), czxid[i],
+														 vcycle, ZKL_MAX_CYCLE);
+
+			turn[i] = len == n ? zkl_deadlock_standin_ms(g, cycle, len, be(i % 3, i), czxid[i], tmo) : -2;
+			if (turn[i] == -2 || ((turn[i] == -1) != (vlen > 0)))
+				bad++;
+			if (turn[i] == -1)
+				nvictims++;
+		}
+		if (nvictims != 1)
+			bad++;
+		for (int i = 0; i < n; i++)
+			for (int j = 0; j < n; j++)
+				if (i != j && turn[i] >= 0 && turn[j] >= 0 && czxid[i] > czxid[j] &&
+					turn[j] - turn[i] < ZKL_STANDIN_TIMEOUTS * longest)
+					bad++;
+	}
+	check(bad == 0, "2,000 random cycles: one victim, stand-ins newest first, a full turn apart");
+}
+
 int
 main(void)
 {
@@ -705,5 +839,7 @@ main(void)
 	test_two_cluster_random_graphs();
 	test_blockers();
 	test_published_waits();
+	test_standin();
+	test_standin_random();
 	return tap_done();
 }
