@@ -190,7 +190,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				queue[k] = name[idx[k]];
 				owners[k] = children[idx[k]][0] == '@' ? "@" : NULL;
 			}
-			zkl_holders(queue, owners, q, holds, equal, scratch);
+			/* No sessions: zkl_decide, the reference, sees none either. */
+			zkl_holders(queue, owners, NULL, q, holds, equal, scratch);
 			for (int k = 0; k < q; k++)
 			{
 				bool		mine = owners[k] != NULL;
