@@ -169,7 +169,13 @@ zkl_json_string_utf8(const char *tok, int len)
 				else if (code >= 0xDC00 && code <= 0xDFFF)
 					return NULL;
 				unicode_to_utf8((pg_wchar) code, utf8);
-				appendBinaryStringInfo(&buf, (char *) utf8, pg_utf_mblen(utf8));
+
+				/*
+				 * its length from the code point: pg_utf_mblen's name is not
+				 * the same in every major's frontend library
+				 */
+				appendBinaryStringInfo(&buf, (char *) utf8,
+									   code < 0x80 ? 1 : code < 0x800 ? 2 : code < 0x10000 ? 3 : 4);
 				break;
 			default:
 				appendStringInfoChar(&buf, c);	/* " \ / */

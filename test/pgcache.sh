@@ -65,17 +65,22 @@ KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 # pg-cron source package is not on the mirror; 040 runs on 15 only, README
 # says so.)  A cache built before is completed, not rebuilt, when it can be.
 RECIPE18='server, dblink'
+# How the server itself is configured: a server built another way is built
+# again (032 needs ICU, as Debian's own 18 has it).
+SERVER18='--with-icu --with-zlib --with-readline --enable-tap-tests'
 
 build18() {
 	local prefix=$CACHE/pg18 src=$CACHE/pg18-src stamp tarball start=$SECONDS jobs
 	stamp=$prefix/.zklock-complete
 	if [ -f "$stamp" ] && [ -x "$prefix/bin/pg_config" ] &&
-		grep -qxF "recipe: $RECIPE18" "$stamp"; then
+		grep -qxF "recipe: $RECIPE18" "$stamp" &&
+		grep -qxF "configure: $SERVER18" "$prefix/.zklock-server"; then
 		echo "$prefix/bin/pg_config"
 		return 0
 	fi
 	jobs=$(nproc)
-	if [ -f "$prefix/.zklock-server" ] && [ -x "$prefix/bin/pg_config" ]; then
+	if [ -f "$prefix/.zklock-server" ] && [ -x "$prefix/bin/pg_config" ] &&
+		grep -qxF "configure: $SERVER18" "$prefix/.zklock-server"; then
 		say "completing the cached PostgreSQL 18"
 	else
 		private_apt unstable-src "deb-src [signed-by=$KEYRING] $(mirror) unstable main"
@@ -94,8 +99,8 @@ build18() {
 		say "building PostgreSQL 18 into $prefix with $jobs jobs (log: $src/build.log)"
 		if ! (
 			cd "$src"/postgresql-18*/ &&
-				./configure -q --prefix="$prefix" --enable-tap-tests --without-icu \
-					--with-zlib --with-readline CFLAGS='-O2 -g' &&
+				# shellcheck disable=SC2086 # the options are words
+				./configure -q --prefix="$prefix" $SERVER18 CFLAGS='-O2 -g' &&
 				make -s -j"$jobs" &&
 				make -s -j"$jobs" -C contrib/dblink &&
 				make -s install &&
@@ -105,7 +110,7 @@ build18() {
 			say "build failed"
 			return 1
 		fi
-		"$prefix/bin/pg_config" --version >"$prefix/.zklock-server"
+		{ "$prefix/bin/pg_config" --version; echo "configure: $SERVER18"; } >"$prefix/.zklock-server"
 		say "PostgreSQL 18 built in $((SECONDS - start)) s"
 	fi
 	# The tests run PostgreSQL as another user than root: all of it readable.

@@ -73,7 +73,7 @@ like($a->safe_psql('postgres', $row), qr/^ts\.kept:exclusive s=4 x=1 once=5 /, '
 my $victim = bg_session($a);
 my $victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
 $victim->query_safe("SELECT zk_lock_acquire('ts.crash')");
-expect_crash_restart($a, qr/server process \(PID $victim_pid\) was terminated by signal 9: Killed/, 1);
+expect_crash_restart($a, qr/(?:server process|client backend) \(PID $victim_pid\) was terminated by signal 9: Killed/, 1);
 ok(kill('KILL', $victim_pid), "SIGKILL to a backend (pid $victim_pid)");
 wait_until(sub { $a->psql('postgres', 'SELECT 1') == 0 }, 60, 'A accepts connections again');
 eval { $victim->quit; 1 };
