@@ -74,7 +74,12 @@ my $victim = bg_session($a);
 my $victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
 $victim->query_safe("SELECT zk_lock_acquire('ts.crash')");
 expect_crash_restart($a, qr/(?:server process|client backend) \(PID $victim_pid\) was terminated by signal 9: Killed/, 1);
+my $log_offset = -s $a->logfile;
 ok(kill('KILL', $victim_pid), "SIGKILL to a backend (pid $victim_pid)");
+# A connection may still get in before the postmaster has seen the kill:
+# wait for the crash restart to begin, then for connections.
+wait_until(sub { slurp_file($a->logfile, $log_offset) =~ /all server processes terminated; reinitializing/ },
+	60, 'the crash restart begins');
 wait_until(sub { $a->psql('postgres', 'SELECT 1') == 0 }, 60, 'A accepts connections again');
 eval { $victim->quit; 1 };
 is($a->safe_psql('postgres', 'SELECT count(*) FROM zk_lock_stats'), '0', 'a crash restart resets the figures');
