@@ -93,6 +93,10 @@ for my $w ([ rc => $wc ], [ rs => $ws ])
 	my ($at, $out, $err) = waiter_grant($w->[1]);
 	ok(defined $at, "cancel: B's waiter for $w->[0] is granted: the holder gave it up") or diag("$out $err");
 }
+# The worker logs the loss when its delete is answered, which may come
+# just after B's watch has fired.
+wait_until(sub { a_log() =~ /zklock: backend $hc_pid lost ZooKeeper lock "rc": it was revoked/ }, 10,
+	'the loss of rc in the log');
 like(a_log(), qr/zklock: backend $hc_pid lost ZooKeeper lock "rc": it was revoked/, 'cancel: the log says rc was revoked');
 my ($st, $err) = bg_sqlstate($hc, 'COMMIT');
 is($st, 'ZK002', 'cancel: the transaction holder\'s COMMIT fails with ZK002');
@@ -155,6 +159,8 @@ my $rv_node = held_znode($a, $hv_pid, 'rv');
 like($rv_node, qr{^/zklock/rv/}, "zk_locks shows the holder's node ($rv_node)");
 is($curator->cmd("revoke $rv_node"), 'ok', "Curator's Revoker.attemptRevoke on the zklock holder's node");
 ok(peer_gets($curator, '/zklock/rv', 'mutex'), 'Curator takes the mutex once the zklock holder gave it up');
+wait_until(sub { a_log() =~ /zklock: backend $hv_pid lost ZooKeeper lock "rv": it was revoked/ }, 10,
+	'the loss of rv in the log');
 like(a_log(), qr/zklock: backend $hv_pid lost ZooKeeper lock "rv": it was revoked/, 'the log says rv was revoked');
 ($st, $err) = bg_sqlstate($hv, 'COMMIT');
 is($st, 'ZK002', 'the zklock holder\'s COMMIT fails with ZK002');
