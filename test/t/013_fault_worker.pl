@@ -74,7 +74,10 @@ my $aw = bg_session($a);
 my $aw_pid = $aw->query_safe('SELECT pg_backend_pid()');
 $aw->query_until(qr/waiting\n/, "\\echo waiting\nSELECT 'granted', zk_lock_acquire('LW', '30s') > 0;\n");
 wait_until(sub {
-	$a->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE pid = $aw_pid AND state = 'waiting'") eq '1'
+	# the node's name too: ZooKeeper may list it before the worker has
+	# read the create's answer
+	$a->safe_psql('postgres',
+		"SELECT count(*) FROM zk_locks WHERE pid = $aw_pid AND state = 'waiting' AND znode IS NOT NULL") eq '1'
 	  && zk_ls($zk, '/zklock/LW') == 2
 }, 15, 'A waits for LW behind B');
 my $aw_node = $a->safe_psql('postgres', "SELECT znode FROM zk_locks WHERE pid = $aw_pid AND name = 'LW'");
