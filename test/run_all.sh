@@ -21,7 +21,7 @@
 # compile against 17's headers) and prints a tally per major
 # (ZKLOCK_MAJORS=15: Debian's 15 alone).  The Debian package stage, the
 # bench smoke and the static checks' format and cppcheck run on 15 only.
-# The TAP tests run ZKLOCK_TAP_JOBS (default 4) at a time.
+# The TAP tests run ZKLOCK_TAP_JOBS (default 2) at a time.
 #
 # A green run means every stage ran tests: a stage that runs none (an empty
 # REGRESS or ISOLATION, a unit program that prints no test) fails; a TAP
@@ -293,15 +293,16 @@ for t in test/t/${ZKLOCK_TAP:-*}.pl; do
 	[ -f "$t" ] && TAP_TESTS+=("$t")
 done
 shopt -u nullglob
-# The TAP tests run ZKLOCK_TAP_JOBS at a time (default 4: most of their time
-# is spent waiting, for ZooKeeper, a session expiry or a timeout).  They can
+# The TAP tests run ZKLOCK_TAP_JOBS at a time (default 2: most of their time
+# is spent waiting, for ZooKeeper, a session expiry or a timeout; more at
+# once on two cores made timing races in the tests likelier).  They can
 # share the machine: each has its own nodes and ZooKeeper servers, in its
 # own directories under tmp_check; PostgreSQL's ports are reserved under
 # tmp_check/portlock (PostgreSQL::Test::Cluster) and ZooKeeper's in
 # zkserver.sh's port directory, so no two take the same port.  The slowest
 # start first, so that the last to end is short.  Those in TAP_ALONE run
 # after the others, one at a time, alone on the machine (a reason each).
-TAP_JOBS=${ZKLOCK_TAP_JOBS:-4}
+TAP_JOBS=${ZKLOCK_TAP_JOBS:-2}
 # The slowest (each a minute or more on a quiet machine), slowest first.
 TAP_FIRST=(010_mutex_checker 018_checker_under_faults 011_fault_leader 029_reload_and_outage
 	004_no_orphans 005_unavailable 030_configuration 040_batch_jobs 003_no_herd 028_worker_loop
