@@ -16,7 +16,7 @@ load datadir."/chart-sizes.gp"
 
 set terminal pngcairo size 1500,2050 noenhanced font ",10"
 set output out
-set multiplot layout 4,2 title "zklock benchmark: zklock, Curator, kazoo, pg_advisory_lock and the bare ZooKeeper floor, one ZooKeeper"
+set multiplot layout 4,2 title "zklock benchmark: zklock, Curator, kazoo, pg_advisory_lock and the bare ZooKeeper floor, one ZooKeeper server ((h): a three-server ensemble)"
 set style data histograms
 set style fill solid 0.7 border -1
 set boxwidth 0.7

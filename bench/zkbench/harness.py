@@ -100,7 +100,7 @@ class Harness:
         # first round warms up with a_warmup cycles, later ones with
         # f_rewarm), and pgbench over TCP, (b)'s clients, for 1 s.
         if self.smoke:
-            self.stats_rounds, self.stats_a_seconds = 2, 0.1
+            self.stats_rounds, self.stats_a_seconds = 1, 0.1
         else:
             self.stats_rounds, self.stats_a_seconds = 10, 0.4
         # (h), the fleet: fleet_rounds of fleet_seconds, the clients of every
