@@ -37,9 +37,10 @@ WORK=
 BENCH_PID=
 ZK_START_PID=
 FLEET_START_PID=
+FLEET_INIT_PID=
 STARTED=$SECONDS
 
-cleanup_on_exit BENCH_PID ZK_START_PID FLEET_START_PID
+cleanup_on_exit BENCH_PID ZK_START_PID FLEET_START_PID FLEET_INIT_PID
 
 say() { printf '==== %s ====\n' "$*"; }
 
@@ -78,6 +79,14 @@ ZK_PRODUCTION=1 "${AS_USER[@]}" bash "$ZKSERVER" start "$WORK/zk" 1 >"$WORK/zk.c
 ZK_START_PID=$!
 ZK_PRODUCTION=1 "${AS_USER[@]}" bash "$ZKSERVER" start "$WORK/zkfleet" 3 >"$WORK/zkfleet.connect" &
 FLEET_START_PID=$!
+# The fleet's three clusters are made meanwhile too; their zklock.hosts, the
+# ensemble's connect string, is added once the ensemble is up.  Room for 16
+# pgbench clients each; little shared memory, they hold few locks.
+FLEET=(fleet1 fleet2 fleet3)
+for c in "${FLEET[@]}"; do
+	pg_init "$WORK/$c" "" "zkbench_$c" "max_connections = 40" "shared_buffers = 32MB" || exit 1
+done >"$WORK/fleet-initdb.log" 2>&1 &
+FLEET_INIT_PID=$!
 
 say "drivers"
 # Curator and the ZooKeeper Java client, from Debian's packages.
@@ -118,18 +127,24 @@ else
 	CLUSTERS+=(f)
 fi
 # The fleet, shape (h): three clusters, each with its own worker, on a
-# three-server ensemble run as production runs it.  Room for 16 pgbench
-# clients each; little shared memory, they hold few locks.
+# three-server ensemble run as production runs it.
 wait "$FLEET_START_PID" || { echo "the fleet's ZooKeeper ensemble did not start" >&2; exit 1; }
 FLEET_START_PID=
 FLEET_ZK=$(cat "$WORK/zkfleet.connect")
-FLEET=(fleet1 fleet2 fleet3)
+wait "$FLEET_INIT_PID" || { cat "$WORK/fleet-initdb.log" >&2; echo "initdb of the fleet's clusters failed" >&2; exit 1; }
+FLEET_INIT_PID=
 for c in "${FLEET[@]}"; do
-	pg_init "$WORK/$c" "$FLEET_ZK" "zkbench_$c" "max_connections = 40" "shared_buffers = 32MB"
+	echo "zklock.hosts = '$FLEET_ZK'" >>"$WORK/$c/data/postgresql.conf"
 done
 CLUSTERS+=("${FLEET[@]}")
+# The clusters start side by side (pg_start waits for each).
+STARTS=()
 for c in "${CLUSTERS[@]}"; do
-	pg_start "$WORK/$c"
+	pg_start "$WORK/$c" &
+	STARTS+=($!)
+done
+for p in "${STARTS[@]}"; do wait "$p" || exit 1; done
+for c in "${CLUSTERS[@]}"; do
 	"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$WORK/$c" -p "$(cat "$WORK/$c/port")" \
 		-U postgres -d postgres -c 'CREATE EXTENSION zklock' -f "$TOP/bench/bench.sql"
 done
@@ -186,8 +201,10 @@ else
 fi
 
 say "stopping"
-for c in "${CLUSTERS[@]}"; do pg_stop "$WORK/$c"; done
-"${AS_USER[@]}" bash "$ZKSERVER" stop "$WORK/zk"
-"${AS_USER[@]}" bash "$ZKSERVER" stop "$WORK/zkfleet"
+# Side by side too; the exit's clean-up stops, by pid, whatever is left.
+for c in "${CLUSTERS[@]}"; do pg_stop "$WORK/$c" & done
+"${AS_USER[@]}" bash "$ZKSERVER" stop "$WORK/zk" &
+"${AS_USER[@]}" bash "$ZKSERVER" stop "$WORK/zkfleet" &
+wait
 echo "whole run: $((SECONDS - STARTED)) s"
 exit "$rc"
