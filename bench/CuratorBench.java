@@ -7,8 +7,10 @@
  *   CuratorBench CONNECT a SECONDS WARMUP MAXN
  *       one thread, one lock, uncontended acquire + release: per-cycle
  *       latency, after WARMUP unmeasured cycles, for SECONDS or MAXN cycles;
- *   CuratorBench CONNECT loop THREADS SECONDS WARMUP distinct|same
- *       THREADS threads each doing WARMUP cycles, then, from a common start,
+ *   CuratorBench CONNECT loop THREADS SECONDS WARMUP distinct|same [START]
+ *       THREADS threads each doing WARMUP cycles, then, from a common start
+ *       (once all are warm, and not before START, milliseconds since the
+ *       epoch, when given: several processes then measure the same window),
  *       acquire + release for SECONDS on their own lock (distinct) or on
  *       one lock (same); every measured cycle is reported as [granted,
  *       released] relative to the start;
@@ -19,6 +21,10 @@
  *       granted, releases at once; prints "done {json}" and waits for a
  *       line before it closes the session.  In between, run.sh reads
  *       ZooKeeper's counters for the session.
+ *
+ * The locks live under /zkbench/curator, or under the path the system
+ * property zkbench.root names (-Dzkbench.root=...): processes that must not
+ * share locks each get their own.
  *
  * Modes a and loop print "measuring" when the measured part starts, and
  * after their result wait for a line or the end of stdin before they close
@@ -43,7 +49,7 @@ import org.apache.curator.retry.RetryNTimes;
 
 public final class CuratorBench
 {
-	private static final String ROOT = "/zkbench/curator";
+	private static final String ROOT = System.getProperty("zkbench.root", "/zkbench/curator");
 
 	private static volatile long t0;
 
@@ -71,7 +77,8 @@ public final class CuratorBench
 					break;
 				case "loop":
 					loop(client, Integer.parseInt(args[2]), Double.parseDouble(args[3]),
-						 Integer.parseInt(args[4]), args[5].equals("same"));
+						 Integer.parseInt(args[4]), args[5].equals("same"),
+						 args.length > 6 ? Long.parseLong(args[6]) : 0);
 					waitForInput();
 					break;
 				case "waiters":
@@ -91,7 +98,7 @@ public final class CuratorBench
 	private static void usage()
 	{
 		System.err.println("usage: CuratorBench CONNECT a SECONDS WARMUP MAXN"
-						   + " | loop THREADS SECONDS WARMUP distinct|same | waiters N");
+						   + " | loop THREADS SECONDS WARMUP distinct|same [START] | waiters N");
 		System.exit(2);
 	}
 
@@ -143,9 +150,22 @@ public final class CuratorBench
 	}
 
 	private static void loop(CuratorFramework client, int threads, double seconds, int warmup,
-							 boolean same) throws Exception
+							 boolean same, long startAt) throws Exception
 	{
 		CyclicBarrier barrier = new CyclicBarrier(threads, () -> {
+			long wait = startAt - System.currentTimeMillis();
+
+			if (wait > 0)
+			{
+				try
+				{
+					Thread.sleep(wait);
+				}
+				catch (InterruptedException e)
+				{
+					Thread.currentThread().interrupt();
+				}
+			}
 			System.out.println("measuring");
 			t0 = System.nanoTime();
 		});

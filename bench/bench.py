@@ -7,7 +7,9 @@ every number means).  Contenders, all on the same ZooKeeper:
 
   zklock            zk_lock_acquire + zk_lock_release, timed inside the
                     backend by PL/pgSQL loops (bench.sql);
-  zklock/pgbench    the same calls sent by pgbench: what a client sees;
+  zklock/pgbench    the same calls sent by pgbench: what a client sees
+                    (over the Unix socket, and, as users run it, over TCP
+                    with -j 2: zklock/pgbench TCP, issue 32's targets);
   Curator           InterProcessMutex, one CuratorFramework (CuratorBench.java);
   kazoo             kazoo.recipe.lock.Lock, one KazooClient (kazoo_bench.py);
   pg_advisory_lock  the local floor, timed in the backend, and by pgbench;
@@ -16,7 +18,9 @@ every number means).  Contenders, all on the same ZooKeeper:
 The code is in the package zkbench, next to this file: processes,
 postgres, zookeeper, cpu, stats and results are the parts; harness is what
 the shapes share; uncontended (a), loops (b, c), waiters (d), many_locks
-(e), max_locks (f) and network (g, through zkrelay.c) are the shapes; benchmark runs them all.  --smoke
+(e), max_locks (f), network (g, through zkrelay.c) and fleet (h, three
+clusters on a three-server ensemble) are the shapes; benchmark runs them
+all.  --smoke
 runs every shape at a tiny size: it checks that each still works.
 
 Every process it starts is recorded and stopped, by pid, when it exits.
@@ -46,6 +50,9 @@ def main():
     ap.add_argument("--kazoo", required=True)
     ap.add_argument("--floor", required=True)
     ap.add_argument("--relay", required=True, help="zkrelay, the delaying relay of shape (g)")
+    ap.add_argument("--fleet", help="SOCKETDIR:PORT,... of the clusters of the fleet, shape (h)")
+    ap.add_argument("--fleet-zk", help="connect string of the fleet's ZooKeeper ensemble")
+    ap.add_argument("--fleet-zk-pids", help="pids of the ensemble's servers, comma-separated")
     ap.add_argument("--work", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--smoke", action="store_true",

@@ -3,17 +3,20 @@
 # chart-b.dat (b, acquisitions/s), chart-c.dat (c, handoffs/s), chart-d.dat
 # (d, ZooKeeper requests per handoff), chart-g1.dat and chart-g2.dat (g at
 # 1 ms one-way delay: median ms of the cycle, acquisitions/s of the
-# clients on distinct locks).  Each line: "contender" value.
-# chart-sizes.gp, written with them, sets clients and waiters (the sizes of
-# (b), (c) and (d), smaller in the smoke run) for the titles.
+# clients on distinct locks), chart-bz.dat (b, ZooKeeper's CPU per cycle,
+# us) and chart-h.dat (h, the fleet's cycles/s).  Each line: "contender"
+# value.  zklock appears as timed in the backend, by pgbench over the Unix
+# socket, and by pgbench over TCP with two threads (as users run it).
+# chart-sizes.gp, written with them, sets clients, waiters and clusters (the
+# sizes of (b), (c), (d) and (h), smaller in the smoke run) for the titles.
 #
 #   gnuplot -e "datadir='DIR'; out='FILE.png'" bench/chart.gp
 
 load datadir."/chart-sizes.gp"
 
-set terminal pngcairo size 1500,1550 noenhanced font ",10"
+set terminal pngcairo size 1500,2050 noenhanced font ",10"
 set output out
-set multiplot layout 3,2 title "zklock benchmark: zklock, Curator, kazoo, pg_advisory_lock and the bare ZooKeeper floor, one ZooKeeper"
+set multiplot layout 4,2 title "zklock benchmark: zklock, Curator, kazoo, pg_advisory_lock and the bare ZooKeeper floor, one ZooKeeper server ((h): a three-server ensemble)"
 set style data histograms
 set style fill solid 0.7 border -1
 set boxwidth 0.7
@@ -53,6 +56,14 @@ plot datadir."/chart-g1.dat" using 2:xtic(1) lc rgb "#66ccee", \
 
 set title sprintf("(g) through a network, 1 ms each way: %d clients on %d locks, acquisitions per second (higher is better)", clients, clients)
 plot datadir."/chart-g2.dat" using 2:xtic(1) lc rgb "#ee6677", \
+	'' using 0:2:(sprintf("%.0f", $2)) with labels offset 0,0.8
+
+set title sprintf("(b) %d clients on %d locks: ZooKeeper server's CPU per cycle (us, lower is better)", clients, clients)
+plot datadir."/chart-bz.dat" using 2:xtic(1) lc rgb "#bbbbbb", \
+	'' using 0:2:(sprintf("%.0f", $2)) with labels offset 0,0.8
+
+set title sprintf("(h) fleet: %d clusters x %d clients on distinct locks, 3-server ensemble: cycles per second (higher is better)", clusters, clients)
+plot datadir."/chart-h.dat" using 2:xtic(1) lc rgb "#44aa99", \
 	'' using 0:2:(sprintf("%.0f", $2)) with labels offset 0,0.8
 
 unset multiplot

@@ -4,7 +4,7 @@
 # floor) and bare ZooKeeper requests (the ZooKeeper floor), all on one
 # private ZooKeeper.  bench/README.md says what each number means.
 #
-#   bash bench/run.sh           every shape, (a) to (f); prints one table,
+#   bash bench/run.sh           every shape, (a) to (h); prints one table,
 #                               writes bench/out/results.csv and bench.png
 #   bash bench/run.sh --smoke   every shape and the chart at a tiny size, to
 #                               check that each still works; results in the
@@ -13,7 +13,8 @@
 # Installs missing dependencies (test/install-deps.sh), builds and installs
 # zklock only when the installed copy is missing or older than the sources,
 # compiles the Java and C drivers into a temporary work directory, starts
-# one ZooKeeper server and three PostgreSQL clusters on loopback ports, runs
+# one ZooKeeper server and three PostgreSQL clusters on loopback ports, and,
+# for the fleet (h), a three-server ensemble and three more clusters; runs
 # bench/bench.py (the package bench/zkbench), draws the chart, and stops
 # everything it started, by pid, however it ends.  Exit status: non-zero when
 # a shape failed or gave no figure, or the chart could not be drawn.
@@ -34,9 +35,12 @@ esac
 
 WORK=
 BENCH_PID=
+ZK_START_PID=
+FLEET_START_PID=
+FLEET_INIT_PID=
 STARTED=$SECONDS
 
-cleanup_on_exit BENCH_PID
+cleanup_on_exit BENCH_PID ZK_START_PID FLEET_START_PID FLEET_INIT_PID
 
 say() { printf '==== %s ====\n' "$*"; }
 
@@ -67,6 +71,23 @@ else
 	echo "zklock is installed and up to date"
 fi
 
+# Both ZooKeepers start in the background while the drivers compile:
+# ZooKeeper as production runs it (default tickTime, an fsync per write),
+# one standalone server for shapes (a) to (g), and a three-server ensemble
+# for the fleet (h).
+ZK_PRODUCTION=1 "${AS_USER[@]}" bash "$ZKSERVER" start "$WORK/zk" 1 >"$WORK/zk.connect" &
+ZK_START_PID=$!
+ZK_PRODUCTION=1 "${AS_USER[@]}" bash "$ZKSERVER" start "$WORK/zkfleet" 3 >"$WORK/zkfleet.connect" &
+FLEET_START_PID=$!
+# The fleet's three clusters are made meanwhile too; their zklock.hosts, the
+# ensemble's connect string, is added once the ensemble is up.  Room for 16
+# pgbench clients each; little shared memory, they hold few locks.
+FLEET=(fleet1 fleet2 fleet3)
+for c in "${FLEET[@]}"; do
+	pg_init "$WORK/$c" "" "zkbench_$c" "max_connections = 40" "shared_buffers = 32MB" || exit 1
+done >"$WORK/fleet-initdb.log" 2>&1 &
+FLEET_INIT_PID=$!
+
 say "drivers"
 # Curator and the ZooKeeper Java client, from Debian's packages.
 CP=
@@ -81,8 +102,9 @@ cc -O2 -Wall -o "$WORK/zkrelay" "$TOP/bench/zkrelay.c" -lpthread
 echo "CuratorBench (javac), zkfloor and zkrelay (cc), kazoo_bench.py (/usr/bin/python3)"
 
 say "ZooKeeper and PostgreSQL"
-# ZooKeeper as production runs it: default tickTime, an fsync per write.
-ZK_CONNECT=$(ZK_PRODUCTION=1 "${AS_USER[@]}" bash "$ZKSERVER" start "$WORK/zk" 1)
+wait "$ZK_START_PID" || { echo "ZooKeeper did not start (test/zkserver.sh)" >&2; exit 1; }
+ZK_START_PID=
+ZK_CONNECT=$(cat "$WORK/zk.connect")
 # main: every shape but (e), and the max_locks = 1024 side of (f); room for 100
 # waiters, 16 loop clients and a few more.
 pg_init "$WORK/main" "$ZK_CONNECT" zkbench_main "max_connections = 150"
@@ -104,8 +126,25 @@ else
 		"zklock.max_locks = $F_SLOTS"
 	CLUSTERS+=(f)
 fi
+# The fleet, shape (h): three clusters, each with its own worker, on a
+# three-server ensemble run as production runs it.
+wait "$FLEET_START_PID" || { echo "the fleet's ZooKeeper ensemble did not start" >&2; exit 1; }
+FLEET_START_PID=
+FLEET_ZK=$(cat "$WORK/zkfleet.connect")
+wait "$FLEET_INIT_PID" || { cat "$WORK/fleet-initdb.log" >&2; echo "initdb of the fleet's clusters failed" >&2; exit 1; }
+FLEET_INIT_PID=
+for c in "${FLEET[@]}"; do
+	echo "zklock.hosts = '$FLEET_ZK'" >>"$WORK/$c/data/postgresql.conf"
+done
+CLUSTERS+=("${FLEET[@]}")
+# The clusters start side by side (pg_start waits for each).
+STARTS=()
 for c in "${CLUSTERS[@]}"; do
-	pg_start "$WORK/$c"
+	pg_start "$WORK/$c" &
+	STARTS+=($!)
+done
+for p in "${STARTS[@]}"; do wait "$p" || exit 1; done
+for c in "${CLUSTERS[@]}"; do
 	"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$WORK/$c" -p "$(cat "$WORK/$c/port")" \
 		-U postgres -d postgres -c 'CREATE EXTENSION zklock' -f "$TOP/bench/bench.sql"
 done
@@ -119,7 +158,7 @@ for c in "${CLUSTERS[@]}"; do
 	done
 	[ "$state" = connected ] || { echo "cluster $c: zklock worker not connected ($state)" >&2; exit 1; }
 done
-echo "ZooKeeper at $ZK_CONNECT; clusters ${CLUSTERS[*]} on 127.0.0.1:$(
+echo "ZooKeeper at $ZK_CONNECT, the fleet's ensemble at $FLEET_ZK; clusters ${CLUSTERS[*]} on 127.0.0.1:$(
 	for c in "${CLUSTERS[@]}"; do printf '%s ' "$(cat "$WORK/$c/port")"; done)"
 
 if [ "$SMOKE" -eq 1 ]; then
@@ -134,7 +173,10 @@ ARGS=(--zk "$ZK_CONNECT" --zk-pid "$(cat "$WORK/zk/zk1.pid")"
 	--main "$WORK/main:$(cat "$WORK/main/port")"
 	--java-cp "$WORK/classes:$CP" --kazoo "$TOP/bench/kazoo_bench.py"
 	--floor "$WORK/zkfloor" --relay "$WORK/zkrelay" --work "$WORK" --out "$OUT"
-	--e "$WORK/e:$(cat "$WORK/e/port")")
+	--e "$WORK/e:$(cat "$WORK/e/port")"
+	--fleet "$(for c in "${FLEET[@]}"; do printf '%s:%s,' "$WORK/$c" "$(cat "$WORK/$c/port")"; done | sed 's/,$//')"
+	--fleet-zk "$FLEET_ZK"
+	--fleet-zk-pids "$(cat "$WORK"/zkfleet/zk[123].pid | paste -sd,)")
 [ "$SMOKE" -eq 1 ] && ARGS+=(--smoke)
 if [ -n "$F_SKIP" ]; then
 	ARGS+=(--f-skip "$F_SKIP")
@@ -159,7 +201,10 @@ else
 fi
 
 say "stopping"
-for c in "${CLUSTERS[@]}"; do pg_stop "$WORK/$c"; done
-"${AS_USER[@]}" bash "$ZKSERVER" stop "$WORK/zk"
+# Side by side too; the exit's clean-up stops, by pid, whatever is left.
+for c in "${CLUSTERS[@]}"; do pg_stop "$WORK/$c" & done
+"${AS_USER[@]}" bash "$ZKSERVER" stop "$WORK/zk" &
+"${AS_USER[@]}" bash "$ZKSERVER" stop "$WORK/zkfleet" &
+wait
 echo "whole run: $((SECONDS - STARTED)) s"
 exit "$rc"

@@ -15,5 +15,7 @@ bench/run.sh starts); bench/README.md says what every number means.
   max_locks    shape (f): zklock.max_locks = 100000 against the default
   network      shape (g): the uncontended cycle and 16 distinct locks through
                zkrelay.c, a fixed delay each way between clients and ZooKeeper
+  fleet        shape (h): three clusters on a three-server ensemble against
+               three Curator processes: the fleet's cycles/s, ZooKeeper's CPU
   benchmark    Bench: every shape in order, the table, the chart's data
 """

@@ -1,8 +1,8 @@
 """zkbench.benchmark: the whole run.  Bench puts the shapes together, warms
 ZooKeeper up, runs every shape in order ((a), then (f) while conditions are
-those of (a), then (b) to (e)), prints the table, writes results.csv and
-the chart's data files, and says whether every measurement ran and gave a
-figure.
+those of (a), then (b) to (e), the fleet (h), and (g)), prints the table and
+issue 32's targets on the TCP contender, writes results.csv and the chart's
+data files, and says whether every measurement ran and gave a figure.
 """
 
 import math
@@ -10,6 +10,8 @@ import os
 import time
 
 from .cpu import NCPU
+from .fleet import FleetShape
+from .harness import TCP, ZK_CPU
 from .loops import LoopShapes
 from .many_locks import ManyLocksShape
 from .max_locks import MaxLocksShape
@@ -19,7 +21,7 @@ from .waiters import WaitersShape
 
 
 class Bench(UncontendedShape, LoopShapes, WaitersShape, ManyLocksShape, MaxLocksShape,
-            NetworkShape):
+            FleetShape, NetworkShape):
     def environment(self):
         m = self.zk.mntr()
         conf = dict(line.split("=", 1) for line in self.zk.fourlw("conf").splitlines() if "=" in line)
@@ -42,7 +44,8 @@ class Bench(UncontendedShape, LoopShapes, WaitersShape, ManyLocksShape, MaxLocks
         """The shapes this run measures, as the table names them."""
         return ["(a)", "(b)", "(c)", "(d)"] + (["(e)"] if self.e else []) + \
             (["(f)"] if self.f else []) + \
-            ["(g) %g ms" % (d / 1000.0) for d in self.g_delays_us]
+            ["(g) %g ms" % (d / 1000.0) for d in self.g_delays_us] + \
+            (["(h) fleet"] if self.fleet else [])
 
     def run(self):
         env = self.environment()
@@ -55,6 +58,8 @@ class Bench(UncontendedShape, LoopShapes, WaitersShape, ManyLocksShape, MaxLocks
         self.shape_loop("(c)", same=True)
         self.shape_d()
         self.attempt("(e)", "zklock", self.shape_e)
+        if self.fleet:
+            self.attempt("(h) fleet", "zklock", self.shape_h)
         self.attempt("(g)", "zklock", self.shape_g)
         elapsed = time.time() - started
         m = self.zk.mntr()
@@ -66,6 +71,11 @@ class Bench(UncontendedShape, LoopShapes, WaitersShape, ManyLocksShape, MaxLocks
                  "on the whole machine (of %d); cpu ms/op: CPU time per acquisition of the "
                  "ZooKeeper server / of the lock client (its processes and threads)"
                  % (m.get("zk_avg_latency"), m.get("zk_max_latency"), NCPU))
+        self.say("")
+        self.say(self.res.targets_table(
+            TCP, "Issue 32's targets, on zklock as users run it (%s: pgbench -M prepared -j 2 "
+                 "over TCP); in the issue, the 1 ms delay is shape (f), here (g):" % TCP))
+        self.say("")
         good, bad, unknown = self.res.targets_summary()
         self.say("targets: %d met, %d missed%s; measurements took %.0f s"
                  % (good, bad, ", %d not measured" % unknown if unknown else "", elapsed))
@@ -91,6 +101,9 @@ class Bench(UncontendedShape, LoopShapes, WaitersShape, ManyLocksShape, MaxLocks
             "d": ("(d)", "%d waiters: ZK requests per handoff" % self.waiters[-1]),
             "g1": ("(g) 1 ms", "acquire+release, median"),
             "g2": ("(g) 1 ms", "%d clients, %d locks: acquisitions/s" % (self.clients, self.clients)),
+            "bz": ("(b)", ZK_CPU),
+            "h": ("(h) fleet", "%d clusters x %d clients, distinct locks: cycles/s"
+                  % (len(self.fleet), self.clients)),
         }
         for key, (shape, metric) in panels.items():
             with open(os.path.join(self.a.work, "chart-%s.dat" % key), "w") as f:
@@ -99,4 +112,5 @@ class Bench(UncontendedShape, LoopShapes, WaitersShape, ManyLocksShape, MaxLocks
                             isinstance(r["value"], (int, float)) and not math.isnan(r["value"]):
                         f.write('"%s" %.6g\n' % (r["contender"], r["value"]))
         with open(os.path.join(self.a.work, "chart-sizes.gp"), "w") as f:
-            f.write("clients = %d\nwaiters = %d\n" % (self.clients, self.waiters[-1]))
+            f.write("clients = %d\nwaiters = %d\nclusters = %d\n"
+                    % (self.clients, self.waiters[-1], len(self.fleet)))

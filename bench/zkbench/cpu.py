@@ -36,16 +36,17 @@ def _proc_usage(pid):
 
 class Meter:
     """CPU over a window: cores busy on the whole machine, CPU time of the
-    ZooKeeper server, and CPU time and context switches of the processes
+    ZooKeeper server (zk: its pid, or the pids of an ensemble's servers,
+    summed), and CPU time and context switches of the processes
     that make up the lock client (a zklock worker and backends, a driver,
     pgbench).  stop() returns sums that add up across rounds; ops (the
     acquisitions in the window) is filled in by the caller."""
 
     def __init__(self, zk, lock):
-        self.zk = zk
+        self.zk = [p for p in (zk if isinstance(zk, (list, tuple)) else [zk]) if p]
         self.lock = [p for p in lock if p]
         self.t0 = _cpu_total()
-        self.zk0 = _proc_usage(zk) if zk else None
+        self.zk0 = {p: _proc_usage(p) for p in self.zk}
         self.lock0 = {p: _proc_usage(p) for p in self.lock}
 
     def stop(self, ops=None):
@@ -53,10 +54,10 @@ class Meter:
         dt = total - self.t0[0]
         out = {"wall": dt / NCPU / HZ, "busy": (dt - (idle - self.t0[1])) / HZ,
                "zk_ms": None, "lock_ms": None, "lock_cs": None, "ops": ops}
-        if self.zk0:
-            now = _proc_usage(self.zk)
-            if now:
-                out["zk_ms"] = (now[0] - self.zk0[0]) * 1000.0 / HZ
+        if self.zk and all(self.zk0.values()):
+            now = {p: _proc_usage(p) for p in self.zk}
+            if all(now.values()):
+                out["zk_ms"] = sum(now[p][0] - self.zk0[p][0] for p in self.zk) * 1000.0 / HZ
         if self.lock and all(self.lock0.values()):
             ms = cs = 0
             for p in self.lock:

@@ -1,7 +1,10 @@
 """zkbench.loops: shapes (b) and (c), many clients looping on acquire +
 release, each on a lock of its own (b) or all on one lock (c): the
 acquisitions (handoffs) per second of all clients together, and for (c)
-the median delay from one holder's release to the next holder's grant.
+the median delay from one holder's release to the next holder's grant,
+and ZooKeeper's CPU per cycle.  pgbench runs over the Unix socket and, as
+users run it, over TCP with two threads; after (b), in rounds of their
+own, that TCP contender with zklock.track_stats on and off.
 """
 
 import json
@@ -9,7 +12,7 @@ import os
 import subprocess
 import time
 
-from .harness import Harness
+from .harness import TCP, Harness
 from .processes import PROCS, BenchError, spawn
 from .results import CURATOR
 from .stats import handoff_delays, median
@@ -46,16 +49,17 @@ class LoopShapes(Harness):
         usage["ops"] = n * usage["wall"] / self.loop_seconds
         return {"n": n, "seconds": self.loop_seconds, "delays": handoff_delays(events)}, usage
 
-    def loop_pgbench(self, kind, same):
+    def loop_pgbench(self, kind, same, tcp=False, seconds=None, options=None):
+        seconds = seconds or self.loop_seconds
         name = "'bench-c-pgbench'" if same else "'bench-b-pgbench-' || :client_id"
         acq, rel = {"zklock": ("zk_lock_acquire(%s)", "zk_lock_release(%s)"),
                     "advisory": ("pg_advisory_lock(hashtext(%s))",
                                  "pg_advisory_unlock(hashtext(%s))")}[kind]
         script = self.pgbench_script("%s-%s.sql" % ("c" if same else "b", kind),
                                      "SELECT %s;\nSELECT %s;\n" % (acq % name, rel % name))
-        tps, usage = self.pgbench(script, self.clients, seconds=self.loop_seconds,
-                                  worker=kind == "zklock")
-        return {"n": tps * self.loop_seconds, "seconds": self.loop_seconds, "delays": None}, usage
+        tps, usage = self.pgbench(script, self.clients, seconds=seconds,
+                                  worker=kind == "zklock", tcp=tcp, options=options)
+        return {"n": tps * seconds, "seconds": seconds, "delays": None}, usage
 
     def loop_driver(self, cmd, same):
         out, usage = self.driver_run(cmd, lambda o: o["n"])
@@ -84,6 +88,7 @@ class LoopShapes(Harness):
         contenders = [
             ("zklock", lambda: self.loop_sql("zklock", same)),
             ("zklock/pgbench", lambda: self.loop_pgbench("zklock", same)),
+            (TCP, lambda: self.loop_pgbench("zklock", same, tcp=True)),
             (CURATOR, lambda: self.loop_driver(self.java + ["loop"] + p, same)),
             ("kazoo", lambda: self.loop_driver(self.kazoo + ["loop"] + p, same)),
             ("pg_advisory_lock", lambda: self.loop_sql("advisory", same)),
@@ -99,6 +104,8 @@ class LoopShapes(Harness):
                                        "own directory" % self.clients,
             "zklock/pgbench": "client side: pgbench -c %d, two statements per cycle"
                               % self.clients,
+            TCP: "as users run it: pgbench -M prepared -c %d -j 2 over TCP to 127.0.0.1"
+                 % self.clients,
         }
         got = self.rounds(shape, contenders, self.loop_rounds)
         for name, _ in contenders:
@@ -121,4 +128,14 @@ class LoopShapes(Harness):
             if delays is not None:
                 self.res.add(shape, "median handoff delay", name, median(delays), "ms",
                              cpu=usage, n=len(delays))
-
+        self.zk_cpu_rows(shape, got, ["zklock", "zklock/pgbench", TCP, CURATOR, "kazoo",
+                                      "ZK floor: create+delete"],
+                         tcp_target=None if same else ("ratio<=", 0.5))
+        if not same:
+            self.stats_pair(shape, "%d clients, %d locks: acquisitions/s"
+                            % (self.clients, self.clients), TCP,
+                            lambda stats: self.loop_pgbench(
+                                "zklock", False, tcp=True, seconds=1,
+                                options=None if stats else "-c zklock.track_stats=off"),
+                            lambda x: x["n"] / x["seconds"],
+                            "%s, %d clients, rounds of 1 s" % (TCP, self.clients))

@@ -5,14 +5,15 @@ session moved to the relay by a reload of zklock.hosts), Curator and kazoo
 then pay a real round trip for each request they wait for.  Measured: the
 uncontended acquire + release, and the acquisitions per second of 16
 clients on 16 distinct locks.  Here zklock's one round trip per acquire
-(create and listing sent together) against Curator's three shows.  It
+(create and listing sent together) against Curator's three shows.
+pgbench runs over the Unix socket and over TCP (-j 2), as in (a).  It
 measures with (a)'s and (b)'s means (a_pgbench, a_driver, loop_pgbench,
 loop_driver, from the sibling shapes Bench puts together).
 """
 
 import time
 
-from .harness import Harness
+from .harness import TCP, Harness
 from .processes import BenchError, Driver
 from .results import CURATOR
 
@@ -60,6 +61,7 @@ class NetworkShape(Harness):
         at_1ms = delay_us >= 1000
         cycle = [
             ("zklock/pgbench", lambda: self.a_pgbench("zklock")),
+            (TCP, lambda: self.a_pgbench("zklock", tcp=True)),
             (CURATOR, lambda: self.a_driver(java + ["a"])),
             ("kazoo", lambda: self.a_driver(kazoo + ["a"])),
         ]
@@ -70,6 +72,7 @@ class NetworkShape(Harness):
                 self.cycle_rows(shape, "", "%-34s" % name, name, got, target=target)
         loops = [
             ("zklock/pgbench", lambda: self.loop_pgbench("zklock", False)),
+            (TCP, lambda: self.loop_pgbench("zklock", False, tcp=True)),
             (CURATOR, lambda: self.loop_driver(java + ["loop"] + p, False)),
             ("kazoo", lambda: self.loop_driver(kazoo + ["loop"] + p, False)),
         ]

@@ -81,6 +81,10 @@ class Results:
             return "{:,.0f}".format(v)
         if unit in ("s", "MB"):
             return "%.2f" % v
+        if unit == "us":
+            return "%.0f" % v
+        if unit == "x":
+            return "%.3f" % v
         return "%.2f" % v
 
     @staticmethod
@@ -156,6 +160,30 @@ class Results:
                             "" if met is None else ("yes" if met else "no"),
                             *("%.4g" % u[k] if k in u else "" for k in ("busy", "zk", "lock", "cs")),
                             "" if r["n"] is None else r["n"], r["note"] or ""])
+
+    def targets_table(self, contender, title):
+        """The rows of contender that carry a target, one line each: its
+        figure, Curator's, the ratio, the target and whether it is met."""
+        head = ["shape", "metric", contender, CURATOR, "ratio", "target", "met?"]
+        lines = []
+        for r in self.ordered():
+            if r["contender"] != contender or r["target"] is None:
+                continue
+            met = self.met(r)
+            ratio = self.ratio(r)
+            c = self.curator(r)
+            lines.append([r["shape"], r["metric"], "%s %s" % (self.fmt(r["value"], r["unit"]),
+                                                              r["unit"]),
+                          "" if c is None else "%s %s" % (self.fmt(c, r["unit"]), r["unit"]),
+                          "" if ratio is None else "%.2fx" % ratio,
+                          self.target_text(r["target"]),
+                          "n/a" if met is None else ("yes" if met else "NO")])
+        width = [max(len(str(x[i])) for x in lines + [head]) for i in range(len(head))]
+        out = [title]
+        for cells in [head, ["-" * w for w in width]] + lines:
+            out.append("  ".join(str(c).rjust(width[i]) if i in (2, 3, 4) else
+                                 str(c).ljust(width[i]) for i, c in enumerate(cells)).rstrip())
+        return "\n".join(out)
 
     def targets_summary(self):
         met = [self.met(r) for r in self.rows if r["target"] is not None]

@@ -1,14 +1,17 @@
 """zkbench.uncontended: shape (a), one client, uncontended acquire +
 release.  One client takes and gives back one lock in a loop: zklock timed
 in the backend and by pgbench, Curator, kazoo, pg_advisory_lock, and the
-three ZooKeeper floors of zkfloor.c; the median and p99 of a cycle, and
-zklock's median above the floors.
+three ZooKeeper floors of zkfloor.c; the median and p99 of a cycle,
+zklock's median above the floors, ZooKeeper's CPU per cycle, and, in
+rounds of their own, zklock's cycle with zklock.track_stats on and off.  pgbench runs over the Unix
+socket and, as users run it, over TCP with two threads.
 """
 
 import os
 
-from .harness import Harness
+from .harness import TCP, Harness
 from .results import CURATOR
+from .stats import median
 
 
 class UncontendedShape(Harness):
@@ -16,13 +19,22 @@ class UncontendedShape(Harness):
         return self.uncontended_sql(kind, self.main, self.worker, kind, "bench-a",
                                     self.a_seconds, self.a_warmup)
 
-    def a_pgbench(self, kind):
+    def a_stats(self, stats):
+        """(a)'s loop in the backend, in a session with zklock.track_stats
+        on or off (kept across rounds, rewarmed briefly as in (f))."""
+        key = ("stats", stats)
+        warmup = self.f_rewarm if key in self.sessions else self.a_warmup
+        return self.uncontended_sql(key, self.main, self.worker, "zklock", "bench-a-stats",
+                                    self.stats_a_seconds, warmup,
+                                    setup=None if stats else "SET zklock.track_stats = off")
+
+    def a_pgbench(self, kind, tcp=False):
         acq, rel = {"zklock": ("zk_lock_acquire('bench-a-pgbench')",
                                "zk_lock_release('bench-a-pgbench')"),
                     "advisory": ("pg_advisory_lock(hashtext('bench-a-pgbench'))",
                                  "pg_advisory_unlock(hashtext('bench-a-pgbench'))")}[kind]
         script = self.pgbench_script("a-%s.sql" % kind, "SELECT %s;\nSELECT %s;\n" % (acq, rel))
-        prefix = os.path.join(self.a.work, "pgbench-a-%s" % kind)
+        prefix = os.path.join(self.a.work, "pgbench-a-%s%s" % (kind, "-tcp" if tcp else ""))
         base = os.path.basename(prefix) + "."
         for old in os.listdir(self.a.work):
             if old.startswith(base):
@@ -30,10 +42,10 @@ class UncontendedShape(Harness):
         worker = kind == "zklock"
         if self.smoke:
             _, usage = self.pgbench(script, 1, log_prefix=prefix, transactions=self.a_maxn,
-                                    worker=worker)
+                                    worker=worker, tcp=tcp)
         else:
             _, usage = self.pgbench(script, 1, seconds=self.a_seconds, log_prefix=prefix,
-                                    worker=worker)
+                                    worker=worker, tcp=tcp)
         lat = []
         for name in os.listdir(self.a.work):
             if name.startswith(base):
@@ -54,6 +66,8 @@ class UncontendedShape(Harness):
                       "in a PL/pgSQL loop; lock CPU = its backend + the zklock worker",
             "zklock/pgbench": "client side: the two statements of a cycle sent by pgbench "
                               "(-M prepared) over the Unix socket; pgbench's per-transaction log",
+            TCP: "as users run it: the same, by pgbench -M prepared -j 2 over TCP to "
+                 "127.0.0.1 (issue 32's targets are taken on this row)",
             "ZK floor: create+delete": "ZK floor: zkfloor.c on libzookeeper_mt (zklock's own "
                                        "library), synchronous zoo_create + zoo_delete of an "
                                        "ephemeral sequential node: the issue's bare create + "
@@ -69,6 +83,7 @@ class UncontendedShape(Harness):
         contenders = [
             ("zklock", lambda: self.a_sql("zklock")),
             ("zklock/pgbench", lambda: self.a_pgbench("zklock")),
+            (TCP, lambda: self.a_pgbench("zklock", tcp=True)),
             (CURATOR, lambda: self.a_driver(self.java + ["a"])),
             ("kazoo", lambda: self.a_driver(self.kazoo + ["a"])),
             ("pg_advisory_lock", lambda: self.a_sql("advisory")),
@@ -94,4 +109,13 @@ class UncontendedShape(Harness):
                 if name in medians:
                     self.res.add("(a)", "zklock median - ZK floor (%s)" % label, "zklock",
                                  medians["zklock"] - medians[name], "ms", target=("<=", 0.15))
+        self.zk_cpu_rows("(a)", got, ["zklock", "zklock/pgbench", TCP, CURATOR, "kazoo",
+                                      "ZK floor: create+delete", "ZK floor: zklock's requests"])
+        try:
+            self.stats_pair("(a)", "acquire+release, median", "zklock", self.a_stats,
+                            lambda lat: median(lat),
+                            "zklock's cycle timed in the backend (as the zklock row), "
+                            "rounds of %g s" % self.stats_a_seconds)
+        finally:
+            self.close_sessions()
 

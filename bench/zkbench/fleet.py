@@ -1,0 +1,103 @@
+"""zkbench.fleet: shape (h), a fleet.  Three PostgreSQL clusters, each with
+its own zklock worker, on a three-server ZooKeeper ensemble (fsync on, as
+production runs it); on each cluster pgbench, as users run it (-M prepared
+over TCP to 127.0.0.1, -j 2), drives 16 clients each looping on a lock of
+its own, the three clusters at once.  Against it, on the same ensemble,
+three Curator processes of 16 threads each (one CuratorFramework per
+process), their measured windows starting together.  Measured: the cycles
+(acquire + release) per second of the whole fleet, and the CPU time of the
+three ZooKeeper servers, summed, per cycle.  No lock is shared: lock names
+differ between clusters, and each Curator process has a directory of its
+own.
+"""
+
+import json
+import time
+
+from .cpu import Meter
+from .harness import TCP, Harness
+from .processes import Driver
+from .results import CURATOR
+
+
+class FleetShape(Harness):
+    def fleet_zklock(self):
+        """The three clusters' pgbench at once; returns ({n, seconds}, usage)."""
+        procs = []
+        t0 = time.time()
+        for c in self.fleet:
+            name = "'bench-h-%s-' || :client_id" % c.name
+            script = self.pgbench_script("h-%s.sql" % c.name,
+                                         "SELECT zk_lock_acquire(%s);\nSELECT zk_lock_release(%s);\n"
+                                         % (name, name))
+            procs.append(self.pgbench_start(c, script, self.clients, seconds=self.fleet_seconds,
+                                            tcp=True))
+        pids = []
+        for c in self.fleet:
+            pids += self.backends(c, "pgbench", self.clients)
+        m = Meter(self.fleet_zk_pids, [p.pid for p in procs] + self.fleet_workers + pids)
+        # Read the counters while every pgbench and its backends still run.
+        time.sleep(max(0.1, t0 + round(self.fleet_seconds) - 0.3 - time.time()))
+        usage = m.stop()
+        tps = sum(self.pgbench_tps(p) for p in procs)
+        usage["ops"] = tps * usage["wall"]
+        return {"n": tps * self.fleet_seconds, "seconds": self.fleet_seconds}, usage
+
+    def fleet_curator(self):
+        """Three Curator processes, their measured windows starting together."""
+        start_ms = int((time.time() + self.fleet_lead) * 1000)
+        drivers = []
+        for i in range(len(self.fleet)):
+            cmd = self.java[:2] + ["-Dzkbench.root=/zkbench/curator-fleet%d" % (i + 1)] + \
+                self.java[2:-1] + [self.a.fleet_zk, "loop", str(self.clients),
+                                   str(self.fleet_seconds), str(self.loop_warmup), "distinct",
+                                   str(start_ms)]
+            drivers.append(Driver(cmd, self.log))
+        for d in drivers:
+            d.expect("measuring", timeout=180)
+        t0 = max(time.time(), start_ms / 1000.0)
+        m = Meter(self.fleet_zk_pids, [d.p.pid for d in drivers])
+        time.sleep(max(0.1, t0 + self.fleet_seconds - 0.2 - time.time()))
+        usage = m.stop()
+        rate = 0.0
+        for d in drivers:
+            out = json.loads(d.line(timeout=180))
+            rate += out["n"] / out["seconds"]
+        for d in drivers:
+            d.finish()
+        usage["ops"] = rate * usage["wall"]
+        return {"n": rate * self.fleet_seconds, "seconds": self.fleet_seconds}, usage
+
+    def shape_h(self):
+        shape = "(h) fleet"
+        k = len(self.fleet)
+        self.say("%s %d clusters on a %d-server ensemble, %d clients each on distinct locks, "
+                 "against %d Curator processes of %d threads (%d rounds)"
+                 % (shape, k, len(self.fleet_zk_pids), self.clients, k, self.clients,
+                    self.fleet_rounds))
+        self.fleet_workers = [c.worker_pid() for c in self.fleet]
+        # The ensemble's JVMs are fresh: unmeasured load first, as before (a).
+        for cmd in self.warm_floor:
+            self.driver_run([self.a.floor, self.a.fleet_zk] + cmd, lambda o: o["n"])
+        contenders = [(TCP, self.fleet_zklock), (CURATOR, self.fleet_curator)]
+        got = self.rounds(shape, contenders, self.fleet_rounds)
+        notes = {
+            TCP: "fleet: %d clusters, each with its zklock worker, on a %d-server ZooKeeper "
+                 "ensemble; on each, pgbench -M prepared -c %d -j 2 over TCP, every client on "
+                 "a lock of its own, the clusters at once; lock CPU: the pgbench processes, "
+                 "their backends and the workers; ZooKeeper CPU: the servers' summed"
+                 % (k, len(self.fleet_zk_pids), self.clients),
+            CURATOR: "fleet: %d Curator processes (one CuratorFramework each) of %d threads, "
+                     "each thread on a lock of its own, on the same ensemble, their measured "
+                     "windows starting together" % (k, self.clients),
+        }
+        for name, _ in contenders:
+            if name not in got:
+                continue
+            n, rate, usage = self.loop_rate(got, name)
+            self.say("  %-34s %8.0f cycles/s" % (name, rate))
+            self.res.add(shape, "%d clusters x %d clients, distinct locks: cycles/s"
+                         % (k, self.clients), name, rate, "/s",
+                         target=("ratio>=", 1.5) if name == TCP else None, cpu=usage, n=int(n),
+                         note=notes[name])
+        self.zk_cpu_rows(shape, got, [TCP, CURATOR])
