@@ -1,10 +1,20 @@
 # zklock: PGXS build of the extension and its test suites.
 
 MODULE_big = zklock
-OBJS = src/zklock.o src/shmem.o src/encode.o src/worker.o src/requests.o src/session_file.o src/lock_rule.o src/recipe.o \
-	src/backend.o src/contenders.o src/functions.o src/semaphore.o src/fence.o \
-	src/waits_for.o src/deadlock.o src/lock_name.o src/clock.o src/heartbeat.o src/slot_quota.o \
-	src/stats.o src/stats_record.o src/name_text.o src/json_fields.o src/session_record.o
+# The sources by process (see doc/internals.md): the module's entry and its
+# settings on top of src/; shared/ is the shared-memory protocol both sides
+# use; rules/ and names/ are pure code (unit-tested in test/unit without a
+# server); backend/ runs in the backends; worker/ in the background worker.
+OBJS = src/zklock.o \
+	src/shared/shmem.o src/shared/stats.o \
+	src/rules/clock.o src/rules/heartbeat.o src/rules/json_fields.o src/rules/lock_rule.o \
+	src/rules/session_record.o src/rules/slot_quota.o src/rules/stats_record.o src/rules/waits_for.o \
+	src/names/encode.o src/names/lock_name.o src/names/name_text.o \
+	src/backend/backend.o src/backend/contenders.o src/backend/deadlock.o src/backend/fence.o \
+	src/backend/functions.o \
+	src/worker/worker.o src/worker/zk_events.o src/worker/recipe.o src/worker/semaphore.o \
+	src/worker/session_file.o
+SRC_DIRS = src src/shared src/rules src/names src/backend src/worker
 
 EXTENSION = zklock
 # The first version's script and every update after it, in order; the
@@ -25,7 +35,7 @@ PG_CPPFLAGS = -I$(srcdir)/src -DZKLOCK_VERSION='"$(ZKLOCK_VERSION)"'
 # An out-of-tree build (make VPATH=..., as Debian's pg_buildext does in
 # build-15/) writes the objects to src/ of the build directory: make it.
 ifdef VPATH
-$(shell mkdir -p src)
+$(shell mkdir -p $(SRC_DIRS))
 endif
 
 # Suites need a server started with zklock preloaded and a ZooKeeper
@@ -47,7 +57,7 @@ $(DATA_built): zklock--1.0.sql $(UPDATES)
 
 # PGXS tracks no header dependencies: a changed struct must rebuild every
 # object that sees it.
-$(OBJS): $(wildcard $(srcdir)/src/*.h)
+$(OBJS): $(foreach d,$(SRC_DIRS),$(wildcard $(srcdir)/$(d)/*.h))
 
 # The benchmark (bench/run.sh): zklock beside Curator, kazoo, pg_advisory_lock
 # and bare ZooKeeper requests; see bench/README.md.
@@ -72,7 +82,7 @@ fuzz:
 PG_BSD_INDENT ?= pg_bsd_indent
 PGINDENT_OPTS = -bad -bap -bbb -bc -bl -cli1 -cp33 -cdb -nce -d0 -di12 -nfc1 -i4 -l79 \
 	-lp -lpl -nip -npro -sac -tpg -ts4
-INDENT_FILES = $(wildcard $(srcdir)/src/*.c $(srcdir)/src/*.h $(srcdir)/test/unit/*.c \
+INDENT_FILES = $(wildcard $(foreach d,$(SRC_DIRS),$(srcdir)/$(d)/*.c $(srcdir)/$(d)/*.h) $(srcdir)/test/unit/*.c \
 	$(srcdir)/test/tools/*.c $(srcdir)/bench/*.c $(srcdir)/test/fuzz/*.c $(srcdir)/test/fuzz/*.h)
 
 indent:
@@ -104,7 +114,7 @@ check-static:
 		--suppress='*:/usr/include/*' --suppress='*:$(shell $(PG_CONFIG) --includedir-server)/*' \
 		--suppress=toomanyconfigs \
 		-I$(srcdir)/src -I$(shell $(PG_CONFIG) --includedir-server) \
-		$(srcdir)/src/*.c $(srcdir)/test/unit/*.c || { echo "cppcheck found something"; status=1; }; \
+		$(foreach d,$(SRC_DIRS),$(srcdir)/$(d)/*.c) $(srcdir)/test/unit/*.c || { echo "cppcheck found something"; status=1; }; \
 	exit $$status
 
 .PHONY: indent typedefs check-static

@@ -19,8 +19,8 @@
 #include "utils/wait_event.h"
 
 #include "pg_compat.h"
-#include "stats.h"
-#include "zklock.h"
+#include "shared/stats.h"
+#include "shared/shmem.h"
 
 ZKL_MODULE_MAGIC;
 

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * lock_rule_test.c
- *		Unit tests of the lock rule (src/lock_rule.c), without ZooKeeper or
+ *		Unit tests of the lock rule (src/rules/lock_rule.c), without ZooKeeper or
  *		PostgreSQL: name parsing of every layout zklock reads, serial-number
  *		order across the counter's wrap, and the decision (held, the node to
  *		watch, deadlock, absent) for shared and exclusive queues, a
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lock_rule.h"
+#include "rules/lock_rule.h"
 #include "unit_tap.h"
 
 /* A contender of a random directory (test_holders). */

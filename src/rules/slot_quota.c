@@ -23,7 +23,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "slot_quota.h"
+#include "rules/slot_quota.h"
 
 /* zklock.max_locks_per_backend; -1: a tenth of max_locks, at least 64. */
 int

@@ -57,10 +57,10 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "backend.h"
-#include "json_fields.h"
-#include "lock_name.h"
-#include "waits_for.h"
+#include "backend/backend.h"
+#include "rules/json_fields.h"
+#include "names/lock_name.h"
+#include "rules/waits_for.h"
 
 /* A wait as published in <root>/.waits (or this backend's own). */
 typedef struct zkl_published

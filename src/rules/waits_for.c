@@ -56,7 +56,7 @@
  */
 #include <string.h>
 
-#include "waits_for.h"
+#include "rules/waits_for.h"
 
 /* What one search carries. */
 typedef struct zkl_cycle_search

@@ -14,8 +14,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "clock.h"
-#include "heartbeat.h"
+#include "rules/clock.h"
+#include "rules/heartbeat.h"
 
 /*
  * The session is connected, after a connection loss (same_session) or as

@@ -18,7 +18,7 @@
  */
 #include <string.h>
 
-#include "lock_name.h"
+#include "names/lock_name.h"
 
 /* Whether byte c is written as itself (first: it begins the name). */
 bool

@@ -37,7 +37,7 @@
 #include "access/xlog.h"
 #include "storage/fd.h"
 
-#include "session_file.h"
+#include "worker/session_file.h"
 
 #define ZKL_SESSION_FILE	"zklock.session"
 #define ZKL_BOOT_ID_FILE	"/proc/sys/kernel/random/boot_id"

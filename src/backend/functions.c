@@ -15,7 +15,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "backend.h"
+#include "backend/backend.h"
 
 PG_FUNCTION_INFO_V1(zk_lock_acquire);
 PG_FUNCTION_INFO_V1(zk_lock_acquire_xact);

@@ -46,11 +46,11 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-#include "backend.h"
-#include "clock.h"
+#include "backend/backend.h"
+#include "rules/clock.h"
 #include "pg_compat.h"
-#include "slot_quota.h"
-#include "stats.h"
+#include "rules/slot_quota.h"
+#include "shared/stats.h"
 
 StaticAssertDecl(ZKL_STATS_NAME_LEN == ZKL_MAX_NAME_LEN,
 				 "zk_lock_stats keeps whole lock names");

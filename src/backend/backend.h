@@ -11,8 +11,8 @@
 #include "fmgr.h"
 #include "storage/dsm.h"
 
-#include "lock_rule.h"
-#include "zklock.h"
+#include "rules/lock_rule.h"
+#include "shared/shmem.h"
 
 /* What a backend holds of a name; the value is its key letter. */
 typedef enum zkl_mode

@@ -25,9 +25,9 @@
 #include "utils/jsonb.h"
 #include "utils/resowner.h"
 
-#include "backend.h"
-#include "json_fields.h"
-#include "lock_rule.h"
+#include "backend/backend.h"
+#include "rules/json_fields.h"
+#include "rules/lock_rule.h"
 #include "pg_compat.h"
 
 static int

@@ -12,7 +12,7 @@
 
 #include "datatype/timestamp.h"
 
-#include "stats_record.h"
+#include "rules/stats_record.h"
 
 /* zklock.track_stats and zklock.stats_max */
 extern bool zkl_track_stats;

@@ -12,7 +12,7 @@
  */
 #include <string.h>
 
-#include "session_record.h"
+#include "rules/session_record.h"
 
 /*
  * Whether a recorded incarnation is this one; when not, *why says what

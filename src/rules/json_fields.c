@@ -22,7 +22,7 @@
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 
-#include "json_fields.h"
+#include "rules/json_fields.h"
 #include "pg_compat.h"
 
 /*

@@ -20,7 +20,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "worker.h"
+#include "worker/worker.h"
 
 /* Results filled in by libzookeeper's threads, taken by the main thread. */
 static pthread_mutex_t zkl_events_mutex = PTHREAD_MUTEX_INITIALIZER;

@@ -31,10 +31,10 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "clock.h"
-#include "heartbeat.h"
-#include "session_file.h"
-#include "worker.h"
+#include "rules/clock.h"
+#include "rules/heartbeat.h"
+#include "worker/session_file.h"
+#include "worker/worker.h"
 #include "pg_compat.h"
 
 zhandle_t  *zkl_zh = NULL;

@@ -66,9 +66,9 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "clock.h"
-#include "lock_rule.h"
-#include "worker.h"
+#include "rules/clock.h"
+#include "rules/lock_rule.h"
+#include "worker/worker.h"
 
 /* The root's components were created (or found) by this worker. */
 static bool zkl_root_made = false;

@@ -41,7 +41,7 @@
  */
 #include "postgres.h"
 
-#include "worker.h"
+#include "worker/worker.h"
 
 /* The semaphore's leases/, from its mutex's directory ".../locks". */
 static char *

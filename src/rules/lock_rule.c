@@ -47,7 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lock_rule.h"
+#include "rules/lock_rule.h"
 
 /* Markers after which contenders carry their sequence number. */
 static const struct

@@ -12,7 +12,7 @@
 
 #include <time.h>
 
-#include "clock.h"
+#include "rules/clock.h"
 
 /* CLOCK_MONOTONIC in microseconds; never 0 on a running machine. */
 int64_t

@@ -43,8 +43,8 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "name_text.h"
-#include "stats.h"
+#include "names/name_text.h"
+#include "shared/stats.h"
 
 #define ZKL_STATS_FILE		PGSTAT_STAT_PERMANENT_DIRECTORY "/zklock_stats.stat"
 

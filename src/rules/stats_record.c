@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stats_record.h"
+#include "rules/stats_record.h"
 
 void
 zkl_stats_add(zkl_stats_counters *c, const zkl_stats_sample *s)

@@ -18,7 +18,7 @@
 #include "storage/condition_variable.h"
 #include "storage/lwlock.h"
 
-#include "name_text.h"
+#include "names/name_text.h"
 
 /*
  * Lock names are at most this many bytes; encoded, at most three times that.

@@ -17,8 +17,8 @@
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 
-#include "lock_name.h"
-#include "name_text.h"
+#include "names/lock_name.h"
+#include "names/name_text.h"
 
 static void
 zkl_append_percent(StringInfo buf, unsigned char c)

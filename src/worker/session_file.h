@@ -9,7 +9,7 @@
 #ifndef ZKLOCK_SESSION_FILE_H
 #define ZKLOCK_SESSION_FILE_H
 
-#include "session_record.h"
+#include "rules/session_record.h"
 
 extern void zkl_session_file_save(int64 session_id, const char *passwd);
 extern bool zkl_session_file_load(int64 *session_id, char *passwd);

@@ -24,8 +24,8 @@
 #include "utils/hsearch.h"
 
 #include "pg_compat.h"
-#include "slot_quota.h"
-#include "zklock.h"
+#include "rules/slot_quota.h"
+#include "shared/shmem.h"
 
 zkl_shared_state *zkl_shared = NULL;
 

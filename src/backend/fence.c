@@ -75,7 +75,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
-#include "backend.h"
+#include "backend/backend.h"
 
 /* A fencing token older than one already accepted for its resource. */
 #define ERRCODE_ZKLOCK_STALE_TOKEN	MAKE_SQLSTATE('Z','K','0','0','3')

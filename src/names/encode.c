@@ -18,8 +18,8 @@
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 
-#include "lock_name.h"
-#include "zklock.h"
+#include "names/lock_name.h"
+#include "shared/shmem.h"
 
 /* Validate a lock name and return its encoded form (palloc'd). */
 char	   *

@@ -16,7 +16,7 @@
 
 #include <zookeeper/zookeeper.h>
 
-#include "zklock.h"
+#include "shared/shmem.h"
 
 /* What a completion or watch reports; packed into the callback context. */
 typedef enum zkl_event_kind
