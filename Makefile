@@ -5,8 +5,8 @@ MODULE_big = zklock
 # settings on top of src/; shared/ is the shared-memory protocol both sides
 # use; rules/ and names/ are pure code (unit-tested in test/unit without a
 # server); backend/ runs in the backends; worker/ in the background worker.
-OBJS = src/zklock.o \
-	src/shared/shmem.o src/shared/stats.o \
+OBJS = src/zklock.o src/settings.o \
+	src/shared/shmem.o src/shared/stats.o src/shared/wait_events.o \
 	src/rules/clock.o src/rules/heartbeat.o src/rules/json_fields.o src/rules/lock_rule.o \
 	src/rules/session_record.o src/rules/slot_quota.o src/rules/stats_record.o src/rules/waits_for.o \
 	src/names/encode.o src/names/lock_name.o src/names/name_text.o \

@@ -51,6 +51,7 @@
 #include "pg_compat.h"
 #include "rules/slot_quota.h"
 #include "shared/stats.h"
+#include "names/encode.h"
 
 StaticAssertDecl(ZKL_STATS_NAME_LEN == ZKL_MAX_NAME_LEN,
 				 "zk_lock_stats keeps whole lock names");

@@ -22,6 +22,7 @@ typedef enum zkl_mode
 	ZKL_MODE_SEMAPHORE = 'p'	/* a permit */
 } zkl_mode;
 
+extern void zkl_backend_init(void);
 extern void zkl_name_key(text *name, char *key);
 extern const char *zkl_mode_name(zkl_mode mode);
 extern void zkl_host_name(char *host, size_t size);

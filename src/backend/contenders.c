@@ -29,6 +29,7 @@
 #include "rules/json_fields.h"
 #include "rules/lock_rule.h"
 #include "pg_compat.h"
+#include "names/encode.h"
 
 static int
 zkl_cmp_contenders(const void *a, const void *b)

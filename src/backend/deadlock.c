@@ -61,6 +61,7 @@
 #include "rules/json_fields.h"
 #include "names/lock_name.h"
 #include "rules/waits_for.h"
+#include "names/encode.h"
 
 /* A wait as published in <root>/.waits (or this backend's own). */
 typedef struct zkl_published

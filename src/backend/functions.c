@@ -16,6 +16,7 @@
 #include "utils/timestamp.h"
 
 #include "backend/backend.h"
+#include "names/encode.h"
 
 PG_FUNCTION_INFO_V1(zk_lock_acquire);
 PG_FUNCTION_INFO_V1(zk_lock_acquire_xact);

@@ -20,6 +20,7 @@
 
 #include "names/lock_name.h"
 #include "shared/shmem.h"
+#include "names/encode.h"
 
 /* Validate a lock name and return its encoded form (palloc'd). */
 char	   *

@@ -19,6 +19,7 @@
 #include "storage/lwlock.h"
 
 #include "names/name_text.h"
+#include "settings.h"
 
 /*
  * Lock names are at most this many bytes; encoded, at most three times that.
@@ -27,7 +28,6 @@
  * suffix, so that no path a slot holds is ever cut.
  */
 #define ZKL_MAX_NAME_LEN	255
-#define ZKL_MAX_ROOT_LEN	255
 #define ZKL_MAX_DIR_LEN		(ZKL_MAX_ROOT_LEN + 1 + 3 * ZKL_MAX_NAME_LEN + sizeof("/leases"))
 #define ZKL_MAX_NODE_LEN	96	/* "_c_<uuid>-lock-<seq>" and peers' layouts */
 #define ZKL_MAX_DATA_LEN	768 /* JSON description of the holder */
@@ -48,21 +48,6 @@ typedef enum zkl_node_kind
 	ZKL_NODE_WRITE,				/* exclusive, Curator read-write lock's writer */
 	ZKL_NODE_READ				/* shared */
 } zkl_node_kind;
-
-/* zklock.exclusive_layout */
-typedef enum zkl_exclusive_layout
-{
-	ZKL_LAYOUT_MUTEX = 0,
-	ZKL_LAYOUT_READWRITE
-} zkl_exclusive_layout;
-
-/* What a holder asked to give its lock up does (zklock.on_revoke). */
-typedef enum zkl_on_revoke
-{
-	ZKL_ON_REVOKE_IGNORE = 0,	/* a log line and "revoke requested" */
-	ZKL_ON_REVOKE_CANCEL,		/* give the lock up, as if lost */
-	ZKL_ON_REVOKE_TERMINATE		/* end the backend */
-} zkl_on_revoke;
 
 /* Why the worker took a held lock away from its backend. */
 typedef enum zkl_take_reason
@@ -272,29 +257,6 @@ typedef struct zkl_shared_state
 	zkl_slot	slots[FLEXIBLE_ARRAY_MEMBER];
 } zkl_shared_state;
 
-/* What else happens to a backend whose lock is lost (zklock.on_lock_lost). */
-typedef enum zkl_on_lost
-{
-	ZKL_ON_LOST_ERROR = 0,		/* only the next zklock call and COMMIT fail */
-	ZKL_ON_LOST_CANCEL,			/* and its running statement is cancelled */
-	ZKL_ON_LOST_TERMINATE		/* and the backend is terminated */
-} zkl_on_lost;
-
-/* zklock.c: settings */
-extern char *zkl_hosts;
-extern char *zkl_root;
-extern int	zkl_session_timeout;
-extern int	zkl_connect_timeout;
-extern int	zkl_max_locks;
-extern int	zkl_max_locks_per_backend;
-extern int	zkl_max_locks_per_role;
-extern char *zkl_auth;
-extern int	zkl_on_lock_lost;
-extern int	zkl_exclusive_layout_setting;
-extern int	zkl_max_hold_time;
-extern int	zkl_max_hold_time_limit;
-extern int	zkl_hold_limit_ms(void);
-extern int	zkl_on_revoke_setting;
 
 /* Reserve slots one backend uses (slot_quota.c), for the pid that took them. */
 typedef struct zkl_backend_use
@@ -344,19 +306,5 @@ typedef struct zkl_inspect_entry
 									 * this cluster waits for */
 	bool		downgrade_waits;	/* that writer */
 } zkl_inspect_entry;
-
-/* encode.c */
-extern char *zkl_encode_name(const char *name, int len);
-extern char *zkl_lock_dir(const char *name, int len);
-extern char *zkl_waits_dir(void);
-extern char *zkl_decode_name(const char *encoded);
-extern void zkl_json_ascii(StringInfo buf, const char *value);
-
-/* worker.c */
-extern void zkl_register_worker(void);
-PGDLLEXPORT void zkl_worker_main(Datum arg);
-
-/* backend.c */
-extern void zkl_backend_init(void);
 
 #endif							/* ZKLOCK_H */

@@ -69,6 +69,7 @@
 #include "rules/clock.h"
 #include "rules/lock_rule.h"
 #include "worker/worker.h"
+#include "names/encode.h"
 
 /* The root's components were created (or found) by this worker. */
 static bool zkl_root_made = false;

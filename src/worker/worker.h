@@ -157,6 +157,8 @@ extern const void *zkl_request_ctx(zkl_event_kind kind, int slotno, uint32 opgen
 
 /* worker.c: the session */
 extern zhandle_t *zkl_zh;
+extern void zkl_register_worker(void);
+PGDLLEXPORT void zkl_worker_main(Datum arg);
 
 /* recipe.c: steps that semaphore.c shares */
 extern const void *zkl_ctx(zkl_event_kind kind, int slotno);
