@@ -41,7 +41,8 @@
  */
 #include "postgres.h"
 
-#include "worker/worker.h"
+#include "worker/semaphore.h"
+#include "worker/slot_steps.h"
 
 /* The semaphore's leases/, from its mutex's directory ".../locks". */
 static char *
@@ -166,7 +167,7 @@ zkl_sem_redo(int slotno, zkl_slot *slot)
 	}
 }
 
-void
+static void
 zkl_on_lease_created(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 {
 	zkl_work   *work = &zkl_works[slotno];
@@ -196,7 +197,7 @@ zkl_on_lease_created(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 	}
 }
 
-void
+static void
 zkl_on_leases(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 {
 	zkl_work   *work = &zkl_works[slotno];
@@ -251,7 +252,7 @@ zkl_on_leases(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 	}
 }
 
-void
+static void
 zkl_on_lease_stat(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 {
 	if (ev->rc == ZOK)
@@ -268,14 +269,14 @@ zkl_on_lease_stat(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 		zkl_request_failed(slotno, ev->rc);
 }
 
-void
+static void
 zkl_on_leases_watch(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 {
 	zkl_list_leases(slotno, slot, true);
 }
 
 /* The mutex is given up: the lease is the hold from now on. */
-void
+static void
 zkl_on_unlocked(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 {
 	zkl_work   *work = &zkl_works[slotno];
@@ -309,3 +310,13 @@ zkl_on_unlocked(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 		zkl_watch_own_node(slotno, slot);
 	zkl_grant(slotno, slot);
 }
+
+/* The semaphore's answers, by phase (dispatch.c routes them). */
+const zkl_event_route zkl_semaphore_routes[] = {
+	{ZKL_EV_LEASE_CREATED, ZKL_PH_LEASING, false, zkl_on_lease_created},
+	{ZKL_EV_LEASES, ZKL_PH_LEASING, false, zkl_on_leases},
+	{ZKL_EV_LEASE_STAT, ZKL_PH_LEASING, false, zkl_on_lease_stat},
+	{ZKL_EV_LEASES_WATCH, ZKL_PH_LEASE_WAITING, true, zkl_on_leases_watch},
+	{ZKL_EV_UNLOCKED, ZKL_PH_UNLOCKING, false, zkl_on_unlocked},
+	{0, 0, false, NULL}
+};

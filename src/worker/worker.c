@@ -31,13 +31,15 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "pg_compat.h"
 #include "rules/clock.h"
 #include "rules/heartbeat.h"
+#include "worker/dispatch.h"
 #include "worker/session_file.h"
+#include "worker/slot_recovery.h"
+#include "worker/slot_steps.h"
 #include "worker/worker.h"
-#include "pg_compat.h"
-
-zhandle_t  *zkl_zh = NULL;
+#include "worker/zk_events.h"
 
 static char *zkl_current_hosts = NULL;
 

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
- * requests.c
- *		The ZooKeeper request layer of the worker: the callbacks that
+ * zk_events.c
+ *		The ZooKeeper request layer of the worker, in the worker process: the callbacks that
  *		libzookeeper_mt runs on its own threads, and the queue through which
  *		their results reach the worker's main thread.
  *
@@ -20,7 +20,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "worker/worker.h"
+#include "worker/zk_events.h"
+
+/* The session's handle: worker.c opens it, the recipes send on it. */
+zhandle_t  *zkl_zh = NULL;
 
 /* Results filled in by libzookeeper's threads, taken by the main thread. */
 static pthread_mutex_t zkl_events_mutex = PTHREAD_MUTEX_INITIALIZER;
