@@ -17,7 +17,7 @@
 #include "storage/shmem.h"
 #include "utils/guc.h"
 
-#include "backend/backend.h"
+#include "backend/xact_end.h"
 #include "pg_compat.h"
 #include "settings.h"
 #include "shared/shmem.h"

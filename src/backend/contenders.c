@@ -25,7 +25,8 @@
 #include "utils/jsonb.h"
 #include "utils/resowner.h"
 
-#include "backend/backend.h"
+#include "backend/contenders.h"
+#include "backend/request.h"
 #include "rules/json_fields.h"
 #include "rules/lock_rule.h"
 #include "pg_compat.h"

@@ -57,7 +57,9 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "backend/backend.h"
+#include "backend/contenders.h"
+#include "backend/deadlock.h"
+#include "backend/request.h"
 #include "rules/json_fields.h"
 #include "names/lock_name.h"
 #include "rules/waits_for.h"

@@ -75,7 +75,8 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
-#include "backend/backend.h"
+#include "backend/contenders.h"
+#include "backend/locks.h"
 
 /* A fencing token older than one already accepted for its resource. */
 #define ERRCODE_ZKLOCK_STALE_TOKEN	MAKE_SQLSTATE('Z','K','0','0','3')

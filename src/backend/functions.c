@@ -15,7 +15,11 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "backend/backend.h"
+#include "backend/acquire.h"
+#include "backend/contenders.h"
+#include "backend/deadlock.h"
+#include "backend/locks.h"
+#include "backend/request.h"
 #include "names/encode.h"
 
 PG_FUNCTION_INFO_V1(zk_lock_acquire);
