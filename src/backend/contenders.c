@@ -95,11 +95,7 @@ zkl_client_of(const zkl_contender *c, bool is_zklock)
 {
 	if (is_zklock)
 		return "zklock";
-	if (strstr(c->node, "__lock__") || strstr(c->node, "__rlock__"))
-		return "kazoo";
-	if (strncmp(c->node, "_c_", 3) == 0)
-		return "curator";
-	return "other";
+	return zkl_node_client(c->node);
 }
 
 /* Raw data as text: as it is when valid in the database encoding, else hex. */
@@ -379,8 +375,10 @@ zkl_list_semaphore(FunctionCallInfo fcinfo, text *name)
 	for (int i = 0; i < nleases; i++)
 	{
 		/* Protected names start "_c_<uuid>-"; the same uuid is one request. */
-		bool		counting = nqueued > 0 && strncmp(queued[0].node, "_c_", 3) == 0 &&
-		strncmp(leases[i].node, queued[0].node, 3 + ZKL_UUID_LEN) == 0;
+		size_t		prefix = strlen(ZKL_PROTECTED_PREFIX);
+		bool		counting = nqueued > 0 &&
+			strncmp(queued[0].node, ZKL_PROTECTED_PREFIX, prefix) == 0 &&
+			strncmp(leases[i].node, queued[0].node, prefix + ZKL_UUID_LEN) == 0;
 
 		zkl_put_contender(rsinfo, ++position, "lease", counting ? "waits" : "holds",
 						  leases_dir, &leases[i]);

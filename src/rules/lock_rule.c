@@ -3,7 +3,8 @@
  * lock_rule.c
  *		Who holds a lock, decided from the names of the lock directory's
  *		children alone.  Plain C with no PostgreSQL, ZooKeeper or shared
- *		memory: the worker (recipe.c) and zk_lock_contenders (contenders.c)
+ *		memory: the worker (worker/lock_recipe.c) and zk_lock_contenders
+ *		(backend/contenders.c)
  *		both call it, and test/unit proves it without a server.
  *
  * Each request is one sequential child of the directory.  ZooKeeper appends
@@ -49,19 +50,20 @@
 
 #include "rules/lock_rule.h"
 
-/* Markers after which contenders carry their sequence number. */
-static const struct
-{
-	const char *marker;
-	bool		shared;
-}			zkl_layouts[] = {
-	{"-lock-", false},			/* Curator InterProcessMutex, zklock */
-	{"__WRIT__", false},		/* Curator InterProcessReadWriteLock */
-	{"__READ__", true},
-	{"__lock__", false},		/* kazoo Lock and WriteLock */
-	{"__rlock__", true}			/* kazoo ReadLock */
+/* The node layouts (lock_rule.h): the one place their markers are spelled. */
+const zkl_node_layout zkl_node_layouts[ZKL_NODE_LAYOUTS] = {
+	[ZKL_NODE_MUTEX] = {"-lock-", false, false, "curator"}, /* Curator
+															 * InterProcessMutex,
+															 * zklock */
+	[ZKL_NODE_WRITE] = {"__WRIT__", false, false, "curator"},	/* Curator
+																 * InterProcessReadWriteLock */
+	[ZKL_NODE_READ] = {"__READ__", true, false, "curator"},
+	[ZKL_NODE_KAZOO_LOCK] = {"__lock__", false, false, "kazoo"},	/* kazoo Lock and
+																	 * WriteLock */
+	[ZKL_NODE_KAZOO_READ] = {"__rlock__", true, false, "kazoo"},	/* kazoo ReadLock */
+	[ZKL_NODE_LEASE] = {"lease-", false, true, "curator"},	/* Curator
+															 * InterProcessSemaphoreV2 */
 };
-
 /*
  * The sequence ZooKeeper appends: "%010d" of a signed 32-bit number, so ten
  * digits, or a minus sign and nine digits, or a minus sign and ten digits
@@ -110,18 +112,20 @@ zkl_contender_parse(const char *child, zkl_contender_name *out)
 	const char *digits = NULL;
 	bool		shared = false;
 
-	for (size_t i = 0; i < sizeof(zkl_layouts) / sizeof(zkl_layouts[0]); i++)
+	for (int i = 0; i < ZKL_NODE_LAYOUTS; i++)
 	{
 		const char *p = child;
 		const char *hit;
 
-		while ((hit = strstr(p, zkl_layouts[i].marker)) != NULL)
+		if (zkl_node_layouts[i].lease)
+			continue;
+		while ((hit = strstr(p, zkl_node_layouts[i].marker)) != NULL)
 		{
-			p = hit + strlen(zkl_layouts[i].marker);
+			p = hit + strlen(zkl_node_layouts[i].marker);
 			if (digits == NULL || p > digits)
 			{
 				digits = p;
-				shared = zkl_layouts[i].shared;
+				shared = zkl_node_layouts[i].shared;
 			}
 		}
 	}
@@ -140,7 +144,7 @@ zkl_contender_parse(const char *child, zkl_contender_name *out)
 bool
 zkl_lease_parse(const char *child, zkl_contender_name *out)
 {
-	static const char marker[] = "lease-";
+	const char *marker = zkl_node_layouts[ZKL_NODE_LEASE].marker;
 	const char *digits = NULL;
 	size_t		len = strlen(child);
 
@@ -565,6 +569,23 @@ zkl_last_marker_is(const char *node, const char *marker, int32_t *seq)
 }
 
 /*
+ * Which client's layout a node that is not zklock's follows, as
+ * zk_lock_contenders shows it: "kazoo" when it carries one of kazoo's
+ * markers, "curator" when it has Curator's protected form, else "other".
+ */
+const char *
+zkl_node_client(const char *node)
+{
+	for (int i = 0; i < ZKL_NODE_LAYOUTS; i++)
+		if (strcmp(zkl_node_layouts[i].client, "kazoo") == 0 &&
+			strstr(node, zkl_node_layouts[i].marker) != NULL)
+			return "kazoo";
+	if (strncmp(node, ZKL_PROTECTED_PREFIX, strlen(ZKL_PROTECTED_PREFIX)) == 0)
+		return "curator";
+	return "other";
+}
+
+/*
  * Whether node is a write node of Curator's read-write lock ("__WRIT__"),
  * whose holder may take the read lock too and then give the write lock up:
  * Curator's downgrade.  (Curator 5.5 and later name that read node with the
@@ -574,7 +595,7 @@ zkl_last_marker_is(const char *node, const char *marker, int32_t *seq)
 bool
 zkl_may_downgrade(const char *node)
 {
-	return zkl_last_marker_is(node, "__WRIT__", NULL);
+	return zkl_last_marker_is(node, zkl_node_layouts[ZKL_NODE_WRITE].marker, NULL);
 }
 
 /*
@@ -585,7 +606,8 @@ zkl_may_downgrade(const char *node)
 bool
 zkl_is_curator_rw(const char *node)
 {
-	return zkl_last_marker_is(node, "__WRIT__", NULL) || zkl_last_marker_is(node, "__READ__", NULL);
+	return zkl_last_marker_is(node, zkl_node_layouts[ZKL_NODE_WRITE].marker, NULL) ||
+		zkl_last_marker_is(node, zkl_node_layouts[ZKL_NODE_READ].marker, NULL);
 }
 
 /*
@@ -598,7 +620,7 @@ zkl_downgrade_candidate(const char *child, const char *own)
 	int32_t		seq;
 	zkl_contender_name me;
 
-	return zkl_last_marker_is(child, "__READ__", &seq) &&
+	return zkl_last_marker_is(child, zkl_node_layouts[ZKL_NODE_READ].marker, &seq) &&
 		zkl_contender_parse(own, &me) && zkl_seq_compare(seq, me.seq) > 0;
 }
 

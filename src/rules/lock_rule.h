@@ -13,6 +13,40 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/*
+ * The node layouts zklock knows, one entry of zkl_node_layouts each: the
+ * marker after which a contender's (or a lease's) name carries ZooKeeper's
+ * sequence number.  zklock creates the first three (a request's kind, in
+ * Curator's protected form "_c_<uuid>-<marker><seq>", the mutex's marker
+ * without its leading dash) and the lease; it reads all of them.  Every
+ * reader and writer of a node name goes through this table: no marker is
+ * spelled anywhere else.
+ */
+typedef enum zkl_node_kind
+{
+	ZKL_NODE_MUTEX = 0,			/* exclusive, Curator InterProcessMutex layout */
+	ZKL_NODE_WRITE,				/* exclusive, Curator read-write lock's writer */
+	ZKL_NODE_READ,				/* shared, Curator read-write lock's reader */
+	ZKL_NODE_KAZOO_LOCK,		/* kazoo Lock and WriteLock (read only) */
+	ZKL_NODE_KAZOO_READ,		/* kazoo ReadLock (read only) */
+	ZKL_NODE_LEASE,				/* a semaphore's lease, Curator's layout */
+	ZKL_NODE_LAYOUTS
+} zkl_node_kind;
+
+typedef struct zkl_node_layout
+{
+	const char *marker;			/* the sequence number follows it */
+	bool		shared;			/* a reader's node */
+	bool		lease;			/* a lease in a semaphore's leases/, not a
+								 * contender of a lock directory */
+	const char *client;			/* whose layout, as zk_lock_contenders says */
+} zkl_node_layout;
+
+extern const zkl_node_layout zkl_node_layouts[ZKL_NODE_LAYOUTS];
+
+/* Curator's protected-mode names start so, then "<uuid>-". */
+#define ZKL_PROTECTED_PREFIX	"_c_"
+
 /* The sequence number from which zkl_counter_near_top warns: 2^30. */
 #define ZKL_COUNTER_WARN	1073741824
 
@@ -62,6 +96,7 @@ extern zkl_decision zkl_decide(const char *const *children, int nchildren,
 extern zkl_decision zkl_decide_with(const char *const *children, int nchildren,
 									const char *own, const char *const *ours, int nours,
 									const char *const *held_behind, int nheld_behind);
+extern const char *zkl_node_client(const char *node);
 extern bool zkl_may_downgrade(const char *node);
 extern bool zkl_is_curator_rw(const char *node);
 extern bool zkl_downgrade_candidate(const char *child, const char *own);

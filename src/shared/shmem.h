@@ -19,6 +19,7 @@
 #include "storage/lwlock.h"
 
 #include "names/name_text.h"
+#include "rules/lock_rule.h"
 #include "settings.h"
 
 /*
@@ -40,14 +41,6 @@
 
 /* The data Curator's Revoker writes on a holder's node to ask for it. */
 #define ZKL_REVOKE_MESSAGE			"__REVOKE__"
-
-/* Which contender node a request creates (see zkl_node_markers). */
-typedef enum zkl_node_kind
-{
-	ZKL_NODE_MUTEX = 0,			/* exclusive, Curator InterProcessMutex layout */
-	ZKL_NODE_WRITE,				/* exclusive, Curator read-write lock's writer */
-	ZKL_NODE_READ				/* shared */
-} zkl_node_kind;
 
 /* Why the worker took a held lock away from its backend. */
 typedef enum zkl_take_reason
@@ -154,7 +147,7 @@ typedef struct zkl_slot
 	bool		commit_waiting; /* owner waits in its pre-commit check */
 	bool		fence_row;		/* owner's open transaction locked a fence row
 								 * with this hold's token (fence.c) */
-	zkl_node_kind kind;
+	zkl_node_kind kind;			/* MUTEX, WRITE or READ (lock_rule.h) */
 	int			sibling_slotno; /* the owner's hold of the other mode, or -1 */
 	uint32		sibling_generation;
 	bool		inspect;		/* not a lock request: op says what it is */

@@ -72,9 +72,6 @@ static void zkl_check_counter(zkl_slot *slot, zkl_event *ev);
 /* The root's components were created (or found) by this worker. */
 static bool zkl_root_made = false;
 
-/* What our own requests create, by zkl_node_kind. */
-static const char *const zkl_node_markers[] = {"-lock-", "__WRIT__", "__READ__"};
-
 /*
  * Create our contender and list the directory back to back: ZooKeeper
  * answers one session in order, so the listing already has our node and an
@@ -125,8 +122,8 @@ zkl_send_create(int slotno, zkl_slot *slot, bool with_parents)
 	}
 
 	/* "_c_<uuid>-" then the marker: Curator's protected-mode names. */
-	prefix = psprintf("%s/_c_%s-%s", slot->dir, slot->uuid,
-					  zkl_node_markers[slot->kind] + (slot->kind == ZKL_NODE_MUTEX ? 1 : 0));
+	prefix = psprintf("%s/" ZKL_PROTECTED_PREFIX "%s-%s", slot->dir, slot->uuid,
+					  zkl_node_layouts[slot->kind].marker + (slot->kind == ZKL_NODE_MUTEX ? 1 : 0));
 	zkl_works[slotno].phase = ZKL_PH_CREATING;
 	/* Refused at once: nothing was created, nothing is to be waited for. */
 	if (zkl_sent_alone(slotno, zoo_acreate2(zkl_zh, prefix, slot->data, strlen(slot->data), zkl_acl(),
@@ -515,7 +512,7 @@ zkl_on_recover_children(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 		zkl_request_failed(slotno, ev->rc);
 		return;
 	}
-	snprintf(mark, sizeof(mark), "_c_%s-", slot->uuid);
+	snprintf(mark, sizeof(mark), ZKL_PROTECTED_PREFIX "%s-", slot->uuid);
 	for (int i = 0; i < ev->nchildren && !found; i++)
 		if (strncmp(ev->children[i], mark, strlen(mark)) == 0)
 			found = ev->children[i];

@@ -77,7 +77,8 @@ static void
 zkl_create_lease(int slotno, zkl_slot *slot, bool with_parent)
 {
 	char	   *dir = zkl_leases_dir(slot);
-	char	   *prefix = psprintf("%s/_c_%s-lease-", dir, slot->uuid);
+	char	   *prefix = psprintf("%s/" ZKL_PROTECTED_PREFIX "%s-%s", dir, slot->uuid,
+								  zkl_node_layouts[ZKL_NODE_LEASE].marker);
 
 	zkl_works[slotno].phase = ZKL_PH_LEASING;
 	if (with_parent)
@@ -209,7 +210,7 @@ zkl_on_leases(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 		zkl_request_failed(slotno, ev->rc);
 		return;
 	}
-	snprintf(mark, sizeof(mark), "_c_%s-", slot->uuid);
+	snprintf(mark, sizeof(mark), ZKL_PROTECTED_PREFIX "%s-", slot->uuid);
 	for (int i = 0; i < ev->nchildren && !ours; i++)
 		if (strncmp(ev->children[i], mark, strlen(mark)) == 0)
 			ours = ev->children[i];
