@@ -79,7 +79,10 @@ fuzz:
 # src/typedefs.list, which `make typedefs` renews from the debug information
 # of the build, as PostgreSQL's find_typedef does); `make check-static`
 # fails when a source is not so formatted, when a -Wall -Wextra build warns,
-# or when cppcheck finds something.  run_all.sh runs check-static.
+# when the tree's shape breaks doc/internals.md's rules (test/tools/
+# layout_check.py: a circle between files, a file or a function too long, a
+# file without its opening comment), or when cppcheck finds something.
+# run_all.sh runs check-static.
 PG_BSD_INDENT ?= pg_bsd_indent
 PGINDENT_OPTS = -bad -bap -bbb -bc -bl -cli1 -cp33 -cdb -nce -d0 -di12 -nfc1 -i4 -l79 \
 	-lp -lpl -nip -npro -sac -tpg -ts4
@@ -110,6 +113,7 @@ check-static:
 	done; \
 	$(MAKE) -s clean && \
 	$(MAKE) -s COPT='-Wall -Wextra -Wno-unused-parameter -Werror' all >/dev/null || { echo "the -Wall -Wextra build warns"; status=1; }; \
+	[ "$(LINT)" = no ] || [ -n "$(VPATH)" ] || python3 $(srcdir)/test/tools/layout_check.py $(srcdir) || status=1; \
 	$(MAKE) -s -C $(srcdir)/test/unit PG_CONFIG=$(PG_CONFIG) all || status=1; \
 	[ "$(LINT)" = no ] || cppcheck -j$(shell nproc) --quiet --error-exitcode=1 --std=c99 --enable=warning,performance,portability \
 		--suppress='*:/usr/include/*' --suppress='*:$(shell $(PG_CONFIG) --includedir-server)/*' \

@@ -377,8 +377,8 @@ zkl_list_semaphore(FunctionCallInfo fcinfo, text *name)
 		/* Protected names start "_c_<uuid>-"; the same uuid is one request. */
 		size_t		prefix = strlen(ZKL_PROTECTED_PREFIX);
 		bool		counting = nqueued > 0 &&
-			strncmp(queued[0].node, ZKL_PROTECTED_PREFIX, prefix) == 0 &&
-			strncmp(leases[i].node, queued[0].node, prefix + ZKL_UUID_LEN) == 0;
+		strncmp(queued[0].node, ZKL_PROTECTED_PREFIX, prefix) == 0 &&
+		strncmp(leases[i].node, queued[0].node, prefix + ZKL_UUID_LEN) == 0;
 
 		zkl_put_contender(rsinfo, ++position, "lease", counting ? "waits" : "holds",
 						  leases_dir, &leases[i]);

@@ -67,10 +67,10 @@ extern void zkl_publish_wait(void);
 extern void zkl_end_publication(void);
 extern long zkl_ms_until(TimestampTz deadline, TimestampTz now);
 extern TimestampTz zkl_deadline_after(TimestampTz start, int64 ms);
-extern int zkl_backend_cap(void);
-extern int zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserve, bool quiet);
+extern int	zkl_backend_cap(void);
+extern int	zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserve, bool quiet);
 extern uint32 zkl_submit_slot(int slotno);
-extern int zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *node, dsm_handle reply);
+extern int	zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *node, dsm_handle reply);
 extern void zkl_refuse_parallel(void);
 extern bool zkl_session_proven(int *timeout_ms, TimestampTz *until, int64 *session);
 

@@ -64,6 +64,7 @@ const zkl_node_layout zkl_node_layouts[ZKL_NODE_LAYOUTS] = {
 	[ZKL_NODE_LEASE] = {"lease-", false, true, "curator"},	/* Curator
 															 * InterProcessSemaphoreV2 */
 };
+
 /*
  * The sequence ZooKeeper appends: "%010d" of a signed 32-bit number, so ten
  * digits, or a minus sign and nine digits, or a minus sign and ten digits

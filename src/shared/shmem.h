@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
- * zklock.h
- *		Declarations shared by the zklock sources: settings, the shared
- *		request slots that backends and the worker exchange, and the entry
- *		points of each source file.
+ * shmem.h
+ *		The shared-memory protocol between the backends and the worker
+ *		(shmem.c): the request slots they exchange, the request queue, the
+ *		session's state and the counters, and which lock protects which
+ *		field.  Read and written by every zklock process.
  *
  *-------------------------------------------------------------------------
  */

@@ -113,7 +113,7 @@ zkl_forget_node(zkl_work *work)
 	work->mapped_node[0] = '\0';
 }
 
-char *
+char	   *
 zkl_child_path(zkl_slot *slot, const char *child)
 {
 	return psprintf("%s/%s", slot->dir, child);
