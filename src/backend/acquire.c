@@ -211,6 +211,74 @@ zkl_report_no_session(const char *name, int64 try_wait_ms)
 }
 
 /*
+ * When a request without a session gives up (zklock.connect_timeout, or a
+ * try's session wait): earlier than wake, or wake.  Past it, it fails.
+ */
+static TimestampTz
+zkl_session_wake(const char *name, TimestampTz start, TimestampTz since, int64 session_wait_ms,
+				 TimestampTz now, TimestampTz wake)
+{
+	TimestampTz conn_deadline = TimestampTzPlusMilliseconds(Max(start, since), zkl_connect_timeout);
+	TimestampTz try_deadline = session_wait_ms >= 0 ? zkl_deadline_after(start, session_wait_ms) : 0;
+	bool		try_bound = try_deadline != 0 && try_deadline < conn_deadline;
+
+	if (try_bound)
+		conn_deadline = try_deadline;
+	if (now >= conn_deadline)
+		zkl_report_no_session(name, try_bound ? session_wait_ms : -1);
+	if (wake == 0 || conn_deadline < wake)
+		wake = conn_deadline;
+	return wake;
+}
+
+/*
+ * When a request's timeout (deadline) ends its wait; past it, it fails
+ * unless ZooKeeper's first answer is still to come on a proven session,
+ * which is then waited for until the proof runs out.
+ */
+static TimestampTz
+zkl_deadline_wake(const char *name, TimestampTz deadline, int64 timeout_ms,
+				  zkl_session_state session, bool behind, TimestampTz now)
+{
+	TimestampTz proof_until = 0;
+
+	if (now >= deadline &&
+		(behind || session != ZKL_SESSION_CONNECTED || !zkl_session_proven(NULL, &proof_until, NULL)))
+		zkl_report_timeout(name, timeout_ms, session == ZKL_SESSION_CONNECTED, behind);
+	return now < deadline ? deadline : proof_until;
+}
+
+/*
+ * A wait's deadlock check, every deadlock_timeout: fails the request that
+ * closes a cycle.  Without a session there is nothing to read: it looks
+ * again later.  Returns when to look next.
+ */
+static TimestampTz
+zkl_look_for_cycle(const char *name, int slotno, uint32 generation, zkl_session_state session)
+{
+	char	   *cycle = session == ZKL_SESSION_CONNECTED ?
+	zkl_deadlock_check(slotno, generation, name) : NULL;
+
+	if (cycle)
+		zkl_report_deadlock(name, slotno, generation, cycle);
+	return TimestampTzPlusMilliseconds(GetCurrentTimestamp(), DeadlockTimeout);
+}
+
+/*
+ * A try found another holder (the worker deletes the node and frees the
+ * slot): false.  Anything else that took the slot away is a bug.
+ */
+static bool
+zkl_found_busy(int slotno, bool try_only)
+{
+	zkl_wait_slotno = -1;
+	zkl_end_publication();
+	if (!try_only)
+		elog(ERROR, "zklock slot %d was taken away from a waiting request", slotno);
+	return false;
+}
+
+/*
  * Wait for the worker's outcome of a posted request: true when granted
  * (the token in *token), false when a try found another holder.  Every
  * error gives the request up first, so no contender node outlives it.
@@ -238,7 +306,6 @@ zkl_await_grant(const char *name, const char *dir, int slotno, uint32 generation
 		TimestampTz since;
 		TimestampTz now;
 		TimestampTz wake = 0;
-		TimestampTz proof_until;
 		int			zk_rc;
 		bool		behind;
 		int			rc;
@@ -259,14 +326,7 @@ zkl_await_grant(const char *name, const char *dir, int slotno, uint32 generation
 		if (state == ZKL_SLOT_HELD)
 			return true;
 		if (state == ZKL_SLOT_BUSY)
-		{
-			/* The worker deletes the node and frees the slot. */
-			zkl_wait_slotno = -1;
-			zkl_end_publication();
-			if (!try_only)
-				elog(ERROR, "zklock slot %d was taken away from a waiting request", slotno);
-			return false;
-		}
+			return zkl_found_busy(slotno, try_only);
 		if (state == ZKL_SLOT_FAILED)
 			zkl_report_failed(name, dir, zk_rc);
 
@@ -279,23 +339,12 @@ zkl_await_grant(const char *name, const char *dir, int slotno, uint32 generation
 		 * server ends the request when the proof runs out.
 		 */
 		now = GetCurrentTimestamp();
-		proof_until = 0;
-		if (deadline != 0 && now >= deadline &&
-			(behind || session != ZKL_SESSION_CONNECTED || !zkl_session_proven(NULL, &proof_until, NULL)))
-			zkl_report_timeout(name, timeout_ms, session == ZKL_SESSION_CONNECTED, behind);
 		if (deadline != 0)
-			wake = now < deadline ? deadline : proof_until;
+			wake = zkl_deadline_wake(name, deadline, timeout_ms, session, behind, now);
 
 		if (next_check != 0 && now >= next_check)
 		{
-			/* Without a session there is nothing to read: look again later. */
-			char	   *cycle = session == ZKL_SESSION_CONNECTED ?
-			zkl_deadlock_check(slotno, generation, name) : NULL;
-
-			if (cycle)
-				zkl_report_deadlock(name, slotno, generation, cycle);
-			now = GetCurrentTimestamp();
-			next_check = TimestampTzPlusMilliseconds(now, DeadlockTimeout);
+			next_check = zkl_look_for_cycle(name, slotno, generation, session);
 			/* What happened meanwhile is looked at before sleeping. */
 			continue;
 		}
@@ -303,18 +352,7 @@ zkl_await_grant(const char *name, const char *dir, int slotno, uint32 generation
 			wake = next_check;
 
 		if (session != ZKL_SESSION_CONNECTED)
-		{
-			TimestampTz conn_deadline = TimestampTzPlusMilliseconds(Max(start, since), zkl_connect_timeout);
-			TimestampTz try_deadline = session_wait_ms >= 0 ? zkl_deadline_after(start, session_wait_ms) : 0;
-			bool		try_bound = try_deadline != 0 && try_deadline < conn_deadline;
-
-			if (try_bound)
-				conn_deadline = try_deadline;
-			if (now >= conn_deadline)
-				zkl_report_no_session(name, try_bound ? session_wait_ms : -1);
-			if (wake == 0 || conn_deadline < wake)
-				wake = conn_deadline;
-		}
+			wake = zkl_session_wake(name, start, since, session_wait_ms, now, wake);
 
 		rc = WaitLatch(MyLatch,
 					   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (wake ? WL_TIMEOUT : 0),

@@ -539,6 +539,34 @@ zkl_describe_cycle(const zkl_graph *g, const int *cycle, int n)
 }
 
 /*
+ * This backend's wait on the request in slot, as it publishes it, while
+ * the request waits in ZooKeeper (else false); and the reserve slots spare.
+ */
+static bool
+zkl_own_wait(zkl_slot *slot, uint32 generation, zkl_published *own, int *spare)
+{
+	bool		waiting;
+
+	memset(own, 0, sizeof(*own));
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	waiting = slot->generation == generation && slot->state == ZKL_SLOT_WAITING &&
+		slot->node[0] != '\0' && zkl_shared->session_id != 0;
+	if (waiting)
+	{
+		own->who.session = zkl_shared->session_id;
+		own->who.pid = MyProcPid;
+		own->dir = pstrdup(slot->dir);
+		own->node = pstrdup(slot->node);
+		own->czxid = slot->token;
+		own->mode = pstrdup(slot->kind == ZKL_NODE_READ ? "shared" : "exclusive");
+		own->timeout_ms = DeadlockTimeout;
+	}
+	*spare = zkl_shared->nslots - zkl_shared->nlock_slots - zkl_shared->nreserve_used;
+	LWLockRelease(zkl_shared->lock);
+	return waiting;
+}
+
+/*
  * Look for a cycle through this backend's wait on the request in slot
  * slotno, after publishing the wait.  Returns the description of a cycle
  * of which this request is the victim (allocated in the caller's context),
@@ -565,22 +593,7 @@ zkl_deadlock_check(int slotno, uint32 generation, const char *name)
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "zklock deadlock check", ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(cxt);
 
-	memset(&own, 0, sizeof(own));
-	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	waiting = slot->generation == generation && slot->state == ZKL_SLOT_WAITING &&
-		slot->node[0] != '\0' && zkl_shared->session_id != 0;
-	if (waiting)
-	{
-		own.who.session = zkl_shared->session_id;
-		own.who.pid = MyProcPid;
-		own.dir = pstrdup(slot->dir);
-		own.node = pstrdup(slot->node);
-		own.czxid = slot->token;
-		own.mode = pstrdup(slot->kind == ZKL_NODE_READ ? "shared" : "exclusive");
-		own.timeout_ms = DeadlockTimeout;
-	}
-	spare = zkl_shared->nslots - zkl_shared->nlock_slots - zkl_shared->nreserve_used;
-	LWLockRelease(zkl_shared->lock);
+	waiting = zkl_own_wait(slot, generation, &own, &spare);
 
 	/*
 	 * The publication and each read take a reserve slot (zkl_reserve_slots

@@ -466,6 +466,36 @@ zkl_submit_slot(int slotno)
 }
 
 /*
+ * The worker answered what zkl_ask_worker asked: the slot is given back,
+ * and a failure reported, unless the caller is to see it.
+ */
+static int
+zkl_ask_answered(const char *name, zkl_slot *slot, uint32 generation, zkl_slot_op op,
+				 zkl_slot_state state, int zk_rc)
+{
+	zkl_ask_slotno = -1;
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (slot->generation == generation)
+		zkl_slot_clear(slot);
+	LWLockRelease(zkl_shared->lock);
+
+	/*
+	 * A holder's node that refuses our write: the caller says so.  A deadlock
+	 * check that cannot read a directory sees no edge in it (as without a
+	 * reserve slot): the wait goes on, bounded by its timeout, instead of
+	 * failing for the check's sake.
+	 */
+	if (state == ZKL_SLOT_FAILED && !zkl_checking &&
+		!(op == ZKL_OP_REVOKE && zk_rc == ZNOAUTH))
+		ereport(ERROR,
+				(errcode(ERRCODE_ZKLOCK_ERROR),
+				 op == ZKL_OP_REVOKE ?
+				 errmsg("could not ask the holder of ZooKeeper lock \"%s\" to give it up: %s", name, zerror(zk_rc)) :
+				 errmsg("could not read the contenders of ZooKeeper lock \"%s\": %s", name, zerror(zk_rc))));
+	return zk_rc;
+}
+
+/*
  * Have the worker do what is not a lock request (see zkl_slot_op): read the
  * directory dir of lock name into our segment "reply" (contenders.c), or
  * ask the holder at dir/node to give the lock up.  Waits like an acquire,
@@ -517,28 +547,7 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 		LWLockRelease(zkl_shared->lock);
 
 		if (state == ZKL_SLOT_HELD || state == ZKL_SLOT_FAILED)
-		{
-			zkl_ask_slotno = -1;
-			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-			if (slot->generation == generation)
-				zkl_slot_clear(slot);
-			LWLockRelease(zkl_shared->lock);
-
-			/*
-			 * A holder's node that refuses our write: the caller says so.  A
-			 * deadlock check that cannot read a directory sees no edge in it
-			 * (as without a reserve slot): the wait goes on, bounded by its
-			 * timeout, instead of failing for the check's sake.
-			 */
-			if (state == ZKL_SLOT_FAILED && !zkl_checking &&
-				!(op == ZKL_OP_REVOKE && zk_rc == ZNOAUTH))
-				ereport(ERROR,
-						(errcode(ERRCODE_ZKLOCK_ERROR),
-						 op == ZKL_OP_REVOKE ?
-						 errmsg("could not ask the holder of ZooKeeper lock \"%s\" to give it up: %s", name, zerror(zk_rc)) :
-						 errmsg("could not read the contenders of ZooKeeper lock \"%s\": %s", name, zerror(zk_rc))));
-			return zk_rc;
-		}
+			return zkl_ask_answered(name, slot, generation, op, state, zk_rc);
 
 		/*
 		 * A session the worker cannot prove alive (a frozen worker, a silent

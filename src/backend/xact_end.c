@@ -223,6 +223,48 @@ zkl_report_if_other_session(zkl_local_lock *lock, int64 session)
 }
 
 /*
+ * The commit fails on the first hold that is lost or was granted by
+ * another session than session (0: none is proven).
+ */
+static void
+zkl_report_lost_holds(int64 session)
+{
+	HASH_SEQ_STATUS seq;
+	zkl_local_lock *lock;
+
+	hash_seq_init(&seq, zkl_locks);
+	while ((lock = hash_seq_search(&seq)) != NULL)
+	{
+		if ((session != 0 && zkl_granting_session(lock) != session) ||
+			zkl_lock_is_lost(lock))
+		{
+			hash_seq_term(&seq);
+			break;
+		}
+	}
+	if (lock != NULL)
+	{
+		zkl_end_commit_wait();
+		zkl_report_if_other_session(lock, session);
+		zkl_report_if_lost(lock);
+	}
+}
+
+/* No proof of the session came within its timeout: the commit fails. */
+pg_noreturn static void
+zkl_report_unconfirmed(int timeout_ms)
+{
+	zkl_end_commit_wait();
+	ereport(ERROR,
+			(errcode(ERRCODE_ZKLOCK_LOST),
+			 errmsg("could not confirm the ZooKeeper session before commit"),
+			 errdetail("No answer from ZooKeeper for %d ms; this session's ZooKeeper locks may have passed to another holder.",
+					   timeout_ms),
+			 errhint("Check that ZooKeeper at zklock.hosts (\"%s\") is reachable and the zklock worker is running.",
+					 zkl_hosts)));
+}
+
+/*
  * A backend that holds locks commits (or prepares) only with proof that
  * they are still its own: none was lost, each was granted in the session
  * in use, and a request of that session sent to ZooKeeper less than a third
@@ -253,30 +295,13 @@ zkl_confirm_before_commit(void)
 
 	for (;;)
 	{
-		HASH_SEQ_STATUS seq;
-		zkl_local_lock *lock;
 		int			timeout_ms;
 		int64		session;
 		bool		proven;
 		int64		now;
 
 		proven = zkl_session_proven(&timeout_ms, NULL, &session);
-		hash_seq_init(&seq, zkl_locks);
-		while ((lock = hash_seq_search(&seq)) != NULL)
-		{
-			if ((session != 0 && zkl_granting_session(lock) != session) ||
-				zkl_lock_is_lost(lock))
-			{
-				hash_seq_term(&seq);
-				break;
-			}
-		}
-		if (lock != NULL)
-		{
-			zkl_end_commit_wait();
-			zkl_report_if_other_session(lock, session);
-			zkl_report_if_lost(lock);
-		}
+		zkl_report_lost_holds(session);
 
 		/*
 		 * A transaction that wrote nothing (it has no transaction id and no
@@ -294,16 +319,7 @@ zkl_confirm_before_commit(void)
 			deadline = zkl_after_ms(now, timeout_ms);
 		}
 		if (now >= deadline)
-		{
-			zkl_end_commit_wait();
-			ereport(ERROR,
-					(errcode(ERRCODE_ZKLOCK_LOST),
-					 errmsg("could not confirm the ZooKeeper session before commit"),
-					 errdetail("No answer from ZooKeeper for %d ms; this session's ZooKeeper locks may have passed to another holder.",
-							   timeout_ms),
-					 errhint("Check that ZooKeeper at zklock.hosts (\"%s\") is reachable and the zklock worker is running.",
-							 zkl_hosts)));
-		}
+			zkl_report_unconfirmed(timeout_ms);
 
 		if (!zkl_commit_waiting)
 		{

@@ -186,6 +186,36 @@ zkl_json_string_utf8(const char *tok, int len)
 }
 
 /*
+ * The field whose value comes after the key at tok (an index of keys), or
+ * -1 when it is none of them.  A later duplicate decides, as in jsonb: the
+ * earlier value is dropped.
+ */
+static int
+zkl_json_key(const char *tok, int toklen, const char *const *keys, char **values, int nkeys)
+{
+	char	   *key = zkl_json_string_utf8(tok, toklen);
+	int			want = -1;
+
+	for (int k = 0; key && k < nkeys; k++)
+		if (strcmp(key, keys[k]) == 0)
+			want = k;
+	if (want >= 0 && values[want] != NULL)
+	{
+		pfree(values[want]);
+		values[want] = NULL;
+	}
+
+	/*
+	 * Nothing is kept of what is not a field (in a backend it would last
+	 * until the end of the query): a megabyte of keys would keep a kilobyte
+	 * each.
+	 */
+	if (key)
+		pfree(key);
+	return want;
+}
+
+/*
  * The top-level string and number fields keys[i] of JSON data into
  * values[i] (NULL when absent), strings as UTF-8 whatever the database's
  * encoding, so that a description with characters this database lacks is
@@ -231,27 +261,8 @@ zkl_json_fields(const char *data, int len, const char *const *keys, char **value
 			case JSON_TOKEN_STRING:
 				if (depth == 1 && expect_key)
 				{
-					char	   *key = zkl_json_string_utf8(tok, toklen);
-
-					want = -1;
-					for (int k = 0; key && k < nkeys; k++)
-						if (strcmp(key, keys[k]) == 0)
-							want = k;
-					/* A later duplicate decides, as in jsonb. */
-					if (want >= 0 && values[want] != NULL)
-					{
-						pfree(values[want]);
-						values[want] = NULL;
-					}
+					want = zkl_json_key(tok, toklen, keys, values, nkeys);
 					expect_key = false;
-
-					/*
-					 * Nothing is kept of what is not a field (in a backend it
-					 * would last until the end of the query): a megabyte of
-					 * keys would keep a kilobyte each.
-					 */
-					if (key)
-						pfree(key);
 				}
 				else if (depth == 1 && want >= 0)
 				{

@@ -184,6 +184,55 @@ zkl_is_ours(const char *child, const char *const *ours, int nours)
 }
 
 /*
+ * The earliest read of own's backend (ours), once: a writer after it waits
+ * for us.  And whether our backend holds the lock exclusive: a read of ours
+ * is then held at once, whatever is queued (see zkl_decide).
+ */
+static void
+zkl_own_modes(const char *const *ours, int nours, bool *own_write, bool *have_read,
+			  int32_t *first_read)
+{
+	zkl_contender_name r;
+
+	for (int j = 0; j < nours; j++)
+		if (ours[j] != NULL && zkl_contender_parse(ours[j], &r))
+		{
+			if (!r.shared)
+				*own_write = true;
+			else if (!*have_read || zkl_seq_compare(r.seq, *first_read) < 0)
+			{
+				*have_read = true;
+				*first_read = r.seq;
+			}
+		}
+}
+
+/* One more node the request waits for: child i, noted if there is room. */
+static void
+zkl_add_blocker(zkl_decision *d, int *blockers, int max_blockers, int i)
+{
+	if (blockers != NULL && d->blockers < max_blockers)
+		blockers[d->blockers] = i;
+	d->blockers++;
+}
+
+/* The scan's verdict: absent without our node, else by what is in the way. */
+static zkl_decision
+zkl_verdict_of(zkl_decision d, bool found_self, bool deadlock)
+{
+	if (!found_self)
+	{
+		d.watch = -1;
+		d.blockers = 0;
+		d.equal = false;
+		return d;
+	}
+	d.verdict = d.blockers == 0 ? ZKL_VERDICT_HELD :
+		deadlock ? ZKL_VERDICT_DEADLOCK : ZKL_VERDICT_WAIT;
+	return d;
+}
+
+/*
  * The decision for the request whose node is own, given the directory's
  * children and the other nodes of own's backend (ours, which it never
  * waits for), and, when blockers is not NULL, the indexes in children of
@@ -199,7 +248,6 @@ zkl_scan(const char *const *children, int nchildren,
 	zkl_decision d = {ZKL_VERDICT_ABSENT, -1, 0, false, false};
 	zkl_contender_name me;
 	zkl_contender_name nearest = {0, false};
-	zkl_contender_name r;
 	bool		have_read = false;
 	int32_t		first_read = 0;
 	bool		found_self = false;
@@ -211,22 +259,7 @@ zkl_scan(const char *const *children, int nchildren,
 		return d;
 	d.at_top = me.seq == INT32_MAX || me.seq < 0;
 
-	/*
-	 * The earliest read of our own backend, once: a writer after it waits for
-	 * us.  And whether our backend holds the lock exclusive: a read of ours
-	 * is then held at once, whatever is queued (see zkl_decide).
-	 */
-	for (int j = 0; j < nours; j++)
-		if (ours[j] != NULL && zkl_contender_parse(ours[j], &r))
-		{
-			if (!r.shared)
-				own_write = true;
-			else if (!have_read || zkl_seq_compare(r.seq, first_read) < 0)
-			{
-				have_read = true;
-				first_read = r.seq;
-			}
-		}
+	zkl_own_modes(ours, nours, &own_write, &have_read, &first_read);
 
 	for (int i = 0; i < nchildren; i++)
 	{
@@ -261,9 +294,7 @@ zkl_scan(const char *const *children, int nchildren,
 			 */
 			if (me.shared || !zkl_is_ours(children[i], held_behind, nheld_behind))
 				continue;
-			if (blockers != NULL && d.blockers < max_blockers)
-				blockers[d.blockers] = i;
-			d.blockers++;
+			zkl_add_blocker(&d, blockers, max_blockers, i);
 			if (behind < 0)
 				behind = i;
 			continue;
@@ -273,9 +304,7 @@ zkl_scan(const char *const *children, int nchildren,
 		if (!c.shared && have_read && zkl_seq_compare(first_read, c.seq) < 0)
 			deadlock = true;
 
-		if (blockers != NULL && d.blockers < max_blockers)
-			blockers[d.blockers] = i;
-		d.blockers++;
+		zkl_add_blocker(&d, blockers, max_blockers, i);
 		if (d.watch < 0 || zkl_seq_compare(c.seq, nearest.seq) > 0)
 		{
 			d.watch = i;
@@ -285,16 +314,7 @@ zkl_scan(const char *const *children, int nchildren,
 	if (d.watch < 0)
 		d.watch = behind;
 
-	if (!found_self)
-	{
-		d.watch = -1;
-		d.blockers = 0;
-		d.equal = false;
-		return d;
-	}
-	d.verdict = d.blockers == 0 ? ZKL_VERDICT_HELD :
-		deadlock ? ZKL_VERDICT_DEADLOCK : ZKL_VERDICT_WAIT;
-	return d;
+	return zkl_verdict_of(d, found_self, deadlock);
 }
 
 /*
@@ -394,6 +414,57 @@ zkl_downgrade_pair(const zkl_contender_name *queue, const char *const *owners,
 }
 
 /*
+ * Which owners have an exclusive node: sort references to owners[] by
+ * owner (in scratch), and mark in held[] each of a run that has a writer.
+ */
+static void
+zkl_mark_writing_owners(const zkl_contender_name *queue, const char *const *owners, int n,
+						bool *held, const char *const **scratch)
+{
+	for (int i = 0; i < n; i++)
+		scratch[i] = &owners[i];
+	qsort(scratch, n, sizeof(*scratch), zkl_cmp_owner_refs);
+	for (int start = 0, end; start < n; start = end)
+	{
+		bool		writes = false;
+
+		for (end = start; end < n &&
+			 (end == start ||
+			  (*scratch[start] != NULL && zkl_cmp_owner_refs(&scratch[start], &scratch[end]) == 0));
+			 end++)
+			writes |= !queue[scratch[end] - owners].shared;
+		for (int k = start; k < end; k++)
+			held[scratch[k] - owners] = writes && *scratch[start] != NULL;
+	}
+}
+
+/*
+ * A peer's read behind (or beside) a write of its own session that holds:
+ * its downgrade, which holds too (zkl_is_downgrade).  Few writes hold at
+ * once: the first few are enough.
+ */
+static void
+zkl_hold_downgrades(const zkl_contender_name *queue, const char *const *owners,
+					const int64_t *sessions, int n, bool *held, bool *equal)
+{
+	int			writers_held[4];
+	int			nheld = 0;
+
+	for (int i = 0; i < n && nheld < 4; i++)
+		if (held[i] && !queue[i].shared && owners[i] == NULL && sessions[i] != 0)
+			writers_held[nheld++] = i;
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < nheld && queue[i].shared && owners[i] == NULL && !held[i]; k++)
+			if (sessions[i] == sessions[writers_held[k]] &&
+				zkl_seq_compare(queue[writers_held[k]].seq, queue[i].seq) <= 0)
+			{
+				held[i] = true;
+				if (equal != NULL)
+					equal[i] = false;
+			}
+}
+
+/*
  * Whether each contender of a whole directory holds, in about n log n
  * instead of a decision per node: the answer zkl_decide gives (verdict
  * HELD) for each of them, given as ours the other nodes of its owner.
@@ -422,26 +493,8 @@ zkl_holders(const zkl_contender_name *queue, const char *const *owners,
 	int			group_end = 0;
 	zkl_ahead	same = {0, NULL};
 
-	/*
-	 * Which owners have an exclusive node: sort references to owners[] by
-	 * owner, and mark each run that has a writer.  held[] is the mark until
-	 * the pass below sets it.
-	 */
-	for (int i = 0; i < n; i++)
-		scratch[i] = &owners[i];
-	qsort(scratch, n, sizeof(*scratch), zkl_cmp_owner_refs);
-	for (int start = 0, end; start < n; start = end)
-	{
-		bool		writes = false;
-
-		for (end = start; end < n &&
-			 (end == start ||
-			  (*scratch[start] != NULL && zkl_cmp_owner_refs(&scratch[start], &scratch[end]) == 0));
-			 end++)
-			writes |= !queue[scratch[end] - owners].shared;
-		for (int k = start; k < end; k++)
-			held[scratch[k] - owners] = writes && *scratch[start] != NULL;
-	}
+	/* held[] marks the owners that write until the pass below sets it. */
+	zkl_mark_writing_owners(queue, owners, n, held, scratch);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -483,29 +536,8 @@ zkl_holders(const zkl_contender_name *queue, const char *const *owners,
 			equal[i] = is_equal;
 	}
 
-	/*
-	 * A peer's read behind (or beside) a write of its own session that holds:
-	 * its downgrade, which holds too (zkl_is_downgrade).  Few writes hold at
-	 * once: the first few are enough.
-	 */
 	if (sessions != NULL)
-	{
-		int			writers_held[4];
-		int			nheld = 0;
-
-		for (int i = 0; i < n && nheld < 4; i++)
-			if (held[i] && !queue[i].shared && owners[i] == NULL && sessions[i] != 0)
-				writers_held[nheld++] = i;
-		for (int i = 0; i < n; i++)
-			for (int k = 0; k < nheld && queue[i].shared && owners[i] == NULL && !held[i]; k++)
-				if (sessions[i] == sessions[writers_held[k]] &&
-					zkl_seq_compare(queue[writers_held[k]].seq, queue[i].seq) <= 0)
-				{
-					held[i] = true;
-					if (equal != NULL)
-						equal[i] = false;
-				}
-	}
+		zkl_hold_downgrades(queue, owners, sessions, n, held, equal);
 }
 
 /*

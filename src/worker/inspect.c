@@ -363,6 +363,26 @@ zkl_json_bytes(StringInfo buf, const char *s)
 	appendStringInfoChar(buf, '"');
 }
 
+/* The data of a published wait (see zkl_publish_wait), into data. */
+static void
+zkl_wait_data(StringInfo data, const char *dir, const char *node, int64 czxid,
+			  const char *timeout, const char *description)
+{
+	appendStringInfoString(data, "{\"lock_dir\":");
+	zkl_json_bytes(data, dir);
+	appendStringInfoString(data, ",\"lock_node\":");
+	zkl_json_bytes(data, node);
+	appendStringInfo(data, ",\"czxid\":" INT64_FORMAT, czxid);
+	/* The backend's deadlock_timeout, in ms, as it wrote it (digits). */
+	if (timeout[0] != '\0' && strspn(timeout, "0123456789") == strlen(timeout))
+		appendStringInfo(data, ",\"deadlock_timeout\":%s", timeout);
+	/* Then the request's own description, its fields beside these. */
+	if (description[0] == '{' && description[1] != '}' && description[1] != '\0')
+		appendStringInfo(data, ",%s", description + 1);
+	else
+		appendStringInfoChar(data, '}');
+}
+
 /*
  * Publish what the backend's waiting request (the slot's sibling) waits
  * for, as the ephemeral node <root>/.waits/<session>-<pid>: its data, one
@@ -429,19 +449,7 @@ zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite)
 	}
 
 	initStringInfo(&data);
-	appendStringInfoString(&data, "{\"lock_dir\":");
-	zkl_json_bytes(&data, dir);
-	appendStringInfoString(&data, ",\"lock_node\":");
-	zkl_json_bytes(&data, node);
-	appendStringInfo(&data, ",\"czxid\":" INT64_FORMAT, czxid);
-	/* The backend's deadlock_timeout, in ms, as it wrote it (digits). */
-	if (timeout[0] != '\0' && strspn(timeout, "0123456789") == strlen(timeout))
-		appendStringInfo(&data, ",\"deadlock_timeout\":%s", timeout);
-	/* Then the request's own description, its fields beside these. */
-	if (description[0] == '{' && description[1] != '}' && description[1] != '\0')
-		appendStringInfo(&data, ",%s", description + 1);
-	else
-		appendStringInfoChar(&data, '}');
+	zkl_wait_data(&data, dir, node, czxid, timeout, description);
 
 	path = zkl_child_path(slot, slot->node);
 	if (overwrite)
