@@ -270,7 +270,8 @@ zkl_read_contenders(const char *name, const char *dir, bool leases, bool describ
 
 		/*
 		 * Once a peer's write is gone, only the worker of a writer that waits
-		 * for the peer's downgrade knows it (recipe.c): what it knows counts.
+		 * for the peer's downgrade knows it (worker/lock_recipe.c): what it
+		 * knows counts.
 		 */
 		if (!leases && all[i].downgrade_holds)
 		{

@@ -10,7 +10,7 @@
  * The edges come from three places:
  * - the published waits, one ephemeral node <root>/.waits/<session>-<pid>
  *   per backend of any cluster whose wait lasted deadlock_timeout; its data
- *   names the request's directory, node and czxid (recipe.c writes it),
+ *   names the request's directory, node and czxid (worker/inspect.c writes it),
  *   believed only when that node is the publishing session's own
  *   (waits_for.c, zkl_wait_names_request);
  * - the lock directories they name: by the lock rule (zkl_blockers), the

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * functions.c
- *		The SQL interface of zklock: argument checks and result shapes.
- *		The work is done in backend.c.
+ *		The SQL interface of zklock, in the backends: argument checks and
+ *		result shapes.  The work is done in acquire.c, locks.c,
+ *		contenders.c and deadlock.c.
  *
  *-------------------------------------------------------------------------
  */

@@ -3,9 +3,9 @@
  * lock_rule.c
  *		Who holds a lock, decided from the names of the lock directory's
  *		children alone.  Plain C with no PostgreSQL, ZooKeeper or shared
- *		memory: the worker (worker/lock_recipe.c) and zk_lock_contenders
- *		(backend/contenders.c)
- *		both call it, and test/unit proves it without a server.
+ *		memory, so any process: the worker (worker/lock_recipe.c) and
+ *		zk_lock_contenders (backend/contenders.c) both call it, and
+ *		test/unit proves it without a server.
  *
  * Each request is one sequential child of the directory.  ZooKeeper appends
  * to its name the parent's child counter (its count of child creates; see

@@ -11,7 +11,7 @@
  * release or cancel whose node the worker is still deleting), so no
  * churn of acquires and releases lets a role exceed its share; each
  * session also holds at most zklock.max_locks_per_backend distinct locks
- * (backend.c counts those).  Superusers have no per-role limit, as a role's
+ * (backend/request.c counts those).  Superusers have no per-role limit, as a role's
  * CONNECTION LIMIT does not bind them.
  *
  * Reads and revocations (zk_lock_contenders, zk_semaphore_contenders,

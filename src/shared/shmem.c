@@ -5,7 +5,7 @@
  *
  * Backends fill a slot and push its index on the queue; the worker pops
  * indexes, talks to ZooKeeper and writes the outcome back into the slot.
- * One LWLock guards it all (zklock.h says which field follows which rule):
+ * One LWLock guards it all (shmem.h says which field follows which rule):
  * every critical section is a few field copies.  Free slots form a stack
  * and used slots a list, both linked through the slots, so that claiming,
  * freeing and counting cost the same at zklock.max_locks = 100000 as at 16.

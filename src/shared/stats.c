@@ -3,7 +3,7 @@
  * stats.c
  *		zk_lock_stats: cumulative statistics per lock, modelled on
  *		contrib/pg_stat_statements.  Runs in backends, which count their
- *		own requests and holds (backend.c calls zkl_stats_count, outside
+ *		own requests and holds (backend/request.c and locks.c call zkl_stats_count, outside
  *		the worker and ZooKeeper's path), and in the postmaster, which sets
  *		the table up, reads it back from the file a clean shutdown wrote,
  *		and writes that file at its own clean exit.

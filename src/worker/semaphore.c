@@ -7,7 +7,7 @@
  *		semaphore's directory:
  *
  *		locks/	its own mutex (Curator's InterProcessMutex layout), which
- *				the ordinary lock recipe (recipe.c) takes for the slot;
+ *				the ordinary lock recipe (lock_recipe.c) takes for the slot;
  *		leases/	one ephemeral sequential node "_c_<uuid>-lease-<seq>" per
  *				holder.
  *

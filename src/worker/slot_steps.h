@@ -69,7 +69,8 @@ typedef struct zkl_work
 	char	  **candidates;
 	int			nheld_behind;	/* of them, the downgrades: they hold */
 	char	  **held_behind;
-	char		mapped_node[ZKL_MAX_NODE_LEN];	/* our node in recipe.c's map */
+	char		mapped_node[ZKL_MAX_NODE_LEN];	/* our node in slot_steps.c's
+												 * map */
 	struct zkl_inspection *inspection;	/* ZKL_PH_INSPECTING only */
 } zkl_work;
 
