@@ -114,7 +114,7 @@ check-static:
 	done; \
 	$(MAKE) -s clean && \
 	$(MAKE) -s COPT='-Wall -Wextra -Wno-unused-parameter -Werror' all >/dev/null || { echo "the -Wall -Wextra build warns"; status=1; }; \
-	[ "$(LINT)" = no ] || [ -n "$(VPATH)" ] || python3 $(srcdir)/test/tools/layout_check.py $(srcdir) || status=1; \
+	[ "$(LINT)" = no ] || $(MAKE) -s check-layout || status=1; \
 	$(MAKE) -s -C $(srcdir)/test/unit PG_CONFIG=$(PG_CONFIG) all || status=1; \
 	[ "$(LINT)" = no ] || cppcheck -j$(shell nproc) --quiet --error-exitcode=1 --std=c99 --enable=warning,performance,portability \
 		--suppress='*:/usr/include/*' --suppress='*:$(shell $(PG_CONFIG) --includedir-server)/*' \
@@ -123,4 +123,12 @@ check-static:
 		$(foreach d,$(SRC_DIRS),$(srcdir)/$(d)/*.c) $(srcdir)/test/unit/*.c || { echo "cppcheck found something"; status=1; }; \
 	exit $$status
 
-.PHONY: indent typedefs check-static
+# The tree's shape (doc/internals.md, "The source tree"), read from the
+# sources and the objects beside them: after a build in the source tree; an
+# out-of-tree build (VPATH) has its objects elsewhere and skips it.
+check-layout:
+	@if [ "$$(cd $(srcdir) && pwd)" = "$$(pwd)" ]; then \
+		python3 $(srcdir)/test/tools/layout_check.py $(srcdir); \
+	else echo "check-layout: skipped in an out-of-tree build"; fi
+
+.PHONY: indent typedefs check-static check-layout
