@@ -1,10 +1,22 @@
 # zklock: PGXS build of the extension and its test suites.
 
 MODULE_big = zklock
-OBJS = src/zklock.o src/shmem.o src/encode.o src/worker.o src/requests.o src/session_file.o src/lock_rule.o src/recipe.o \
-	src/backend.o src/contenders.o src/functions.o src/semaphore.o src/fence.o \
-	src/waits_for.o src/deadlock.o src/lock_name.o src/clock.o src/heartbeat.o src/slot_quota.o \
-	src/stats.o src/stats_record.o src/name_text.o src/json_fields.o src/session_record.o
+# The sources by process (see doc/internals.md): the module's entry and its
+# settings on top of src/; shared/ is the shared-memory protocol both sides
+# use; rules/ and names/ are pure code (unit-tested in test/unit without a
+# server); backend/ runs in the backends; worker/ in the background worker.
+OBJS = src/zklock.o src/settings.o \
+	src/shared/shmem.o src/shared/stats.o src/shared/wait_events.o \
+	src/rules/clock.o src/rules/heartbeat.o src/rules/json_fields.o src/rules/lock_rule.o \
+	src/rules/session_record.o src/rules/slot_quota.o src/rules/stats_record.o src/rules/waits_for.o \
+	src/names/encode.o src/names/lock_name.o src/names/name_text.o \
+	src/backend/request.o src/backend/locks.o src/backend/acquire.o src/backend/xact_end.o \
+	src/backend/contenders.o src/backend/deadlock.o src/backend/fence.o src/backend/fence_trigger.o \
+	src/backend/functions.o \
+	src/worker/worker.o src/worker/session.o src/worker/zk_events.o src/worker/slot_steps.o src/worker/lock_recipe.o \
+	src/worker/semaphore.o src/worker/inspect.o src/worker/dispatch.o src/worker/slot_recovery.o \
+	src/worker/session_file.o
+SRC_DIRS = src src/shared src/rules src/names src/backend src/worker
 
 EXTENSION = zklock
 # The first version's script and every update after it, in order; the
@@ -25,7 +37,7 @@ PG_CPPFLAGS = -I$(srcdir)/src -DZKLOCK_VERSION='"$(ZKLOCK_VERSION)"'
 # An out-of-tree build (make VPATH=..., as Debian's pg_buildext does in
 # build-15/) writes the objects to src/ of the build directory: make it.
 ifdef VPATH
-$(shell mkdir -p src)
+$(shell mkdir -p $(SRC_DIRS))
 endif
 
 # Suites need a server started with zklock preloaded and a ZooKeeper
@@ -47,7 +59,7 @@ $(DATA_built): zklock--1.0.sql $(UPDATES)
 
 # PGXS tracks no header dependencies: a changed struct must rebuild every
 # object that sees it.
-$(OBJS): $(wildcard $(srcdir)/src/*.h)
+$(OBJS): $(foreach d,$(SRC_DIRS),$(wildcard $(srcdir)/$(d)/*.h))
 
 # The benchmark (bench/run.sh): zklock beside Curator, kazoo, pg_advisory_lock
 # and bare ZooKeeper requests; see bench/README.md.
@@ -68,11 +80,14 @@ fuzz:
 # src/typedefs.list, which `make typedefs` renews from the debug information
 # of the build, as PostgreSQL's find_typedef does); `make check-static`
 # fails when a source is not so formatted, when a -Wall -Wextra build warns,
-# or when cppcheck finds something.  run_all.sh runs check-static.
+# when the tree's shape breaks doc/internals.md's rules (test/tools/
+# layout_check.py: a circle between files, a file or a function too long, a
+# file without its opening comment), or when cppcheck finds something.
+# run_all.sh runs check-static.
 PG_BSD_INDENT ?= pg_bsd_indent
 PGINDENT_OPTS = -bad -bap -bbb -bc -bl -cli1 -cp33 -cdb -nce -d0 -di12 -nfc1 -i4 -l79 \
 	-lp -lpl -nip -npro -sac -tpg -ts4
-INDENT_FILES = $(wildcard $(srcdir)/src/*.c $(srcdir)/src/*.h $(srcdir)/test/unit/*.c \
+INDENT_FILES = $(wildcard $(foreach d,$(SRC_DIRS),$(srcdir)/$(d)/*.c $(srcdir)/$(d)/*.h) $(srcdir)/test/unit/*.c \
 	$(srcdir)/test/tools/*.c $(srcdir)/bench/*.c $(srcdir)/test/fuzz/*.c $(srcdir)/test/fuzz/*.h)
 
 indent:
@@ -99,12 +114,21 @@ check-static:
 	done; \
 	$(MAKE) -s clean && \
 	$(MAKE) -s COPT='-Wall -Wextra -Wno-unused-parameter -Werror' all >/dev/null || { echo "the -Wall -Wextra build warns"; status=1; }; \
+	[ "$(LINT)" = no ] || $(MAKE) -s check-layout || status=1; \
 	$(MAKE) -s -C $(srcdir)/test/unit PG_CONFIG=$(PG_CONFIG) all || status=1; \
 	[ "$(LINT)" = no ] || cppcheck -j$(shell nproc) --quiet --error-exitcode=1 --std=c99 --enable=warning,performance,portability \
 		--suppress='*:/usr/include/*' --suppress='*:$(shell $(PG_CONFIG) --includedir-server)/*' \
 		--suppress=toomanyconfigs \
 		-I$(srcdir)/src -I$(shell $(PG_CONFIG) --includedir-server) \
-		$(srcdir)/src/*.c $(srcdir)/test/unit/*.c || { echo "cppcheck found something"; status=1; }; \
+		$(foreach d,$(SRC_DIRS),$(srcdir)/$(d)/*.c) $(srcdir)/test/unit/*.c || { echo "cppcheck found something"; status=1; }; \
 	exit $$status
 
-.PHONY: indent typedefs check-static
+# The tree's shape (doc/internals.md, "The source tree"), read from the
+# sources and the objects beside them: after a build in the source tree; an
+# out-of-tree build (VPATH) has its objects elsewhere and skips it.
+check-layout:
+	@if [ "$$(cd $(srcdir) && pwd)" = "$$(pwd)" ]; then \
+		python3 $(srcdir)/test/tools/layout_check.py $(srcdir); \
+	else echo "check-layout: skipped in an out-of-tree build"; fi
+
+.PHONY: indent typedefs check-static check-layout

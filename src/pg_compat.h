@@ -87,7 +87,7 @@
 /*
  * What a zklock process waits for, shown in pg_stat_activity.wait_event
  * under its own name from 17 on (custom wait events), and as "Extension"
- * before.  zkl_wait_event() (zklock.c) gives the wait_event_info to pass to
+ * before.  zkl_wait_event() (shared/wait_events.c) gives the wait_event_info to pass to
  * WaitLatch and its kin.
  */
 typedef enum zkl_wait
@@ -101,6 +101,7 @@ typedef enum zkl_wait
 } zkl_wait;
 
 extern uint32 zkl_wait_event(zkl_wait what);
+extern void zkl_register_wait_events(void);
 
 #endif							/* !FRONTEND */
 

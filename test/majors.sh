@@ -76,7 +76,7 @@ compile_only() {
 	printf '#include <stddef.h>\nextern size_t strlcpy(char *dst, const char *src, size_t siz);\n' \
 		>"$work/strlcpy.h"
 	version=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$TOP/zklock.control")
-	for src in "$TOP"/src/*.c; do
+	for src in "$TOP"/src/*.c "$TOP"/src/*/*.c; do
 		# shellcheck disable=SC2046 # pg_config's flags are words
 		if gcc $(/usr/lib/postgresql/15/bin/pg_config --cflags) -fPIC \
 			-Wall -Wextra -Wno-unused-parameter -Werror \

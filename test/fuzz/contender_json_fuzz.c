@@ -2,7 +2,7 @@
  *
  * contender_json_fuzz.c
  *		Fuzz target of the reading of contenders' node data
- *		(src/json_fields.c, PostgreSQL's JSON lexer from its frontend
+ *		(src/rules/json_fields.c, PostgreSQL's JSON lexer from its frontend
  *		libpgcommon): whether data is zklock's description, and its
  *		fields, as zk_lock_contenders, zk_semaphore_contenders and
  *		deadlock detection read them.  The input is the node's data (at
@@ -24,7 +24,7 @@
 #include <sanitizer/allocator_interface.h>
 
 #include "fuzz_util.h"
-#include "json_fields.h"
+#include "rules/json_fields.h"
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

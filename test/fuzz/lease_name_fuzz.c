@@ -2,7 +2,7 @@
  *
  * lease_name_fuzz.c
  *		Fuzz target of the reading of a semaphore's lease names
- *		(src/lock_rule.c: zkl_lease_parse), as zk_semaphore_contenders
+ *		(src/rules/lock_rule.c: zkl_lease_parse), as zk_semaphore_contenders
  *		reads every child of a semaphore's leases/.  Each line of the input
  *		is a child's name.
  *
@@ -13,7 +13,7 @@
  *-------------------------------------------------------------------------
  */
 #include "fuzz_util.h"
-#include "lock_rule.h"
+#include "rules/lock_rule.h"
 
 static int
 cmp_leases(const void *a, const void *b)

@@ -2,7 +2,7 @@
  *
  * lock_dir_fuzz.c
  *		Fuzz target of the lock directories and node names that a published
- *		wait names (src/lock_name.c: zkl_lock_dir_decode, zkl_node_name_ok,
+ *		wait names (src/names/lock_name.c: zkl_lock_dir_decode, zkl_node_name_ok,
  *		which deadlock detection asks before it reads a directory on a
  *		wait's word).  Input: the root on the first line, the directory on
  *		the second, the node on the third.
@@ -15,7 +15,7 @@
  *-------------------------------------------------------------------------
  */
 #include "fuzz_util.h"
-#include "lock_name.h"
+#include "names/lock_name.h"
 
 #define MAX_LEN 255				/* as ZKL_MAX_NAME_LEN */
 #define MAX_NODE 96				/* as ZKL_MAX_NODE_LEN */

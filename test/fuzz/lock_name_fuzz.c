@@ -2,7 +2,7 @@
  *
  * lock_name_fuzz.c
  *		Fuzz target of the decoding of lock names from the names of lock
- *		directories (src/lock_name.c): the input is a directory's name as
+ *		directories (src/names/lock_name.c): the input is a directory's name as
  *		any ZooKeeper client may make it.
  *
  * Properties, beyond the sanitizers: what decodes encodes back to exactly
@@ -13,7 +13,7 @@
  *-------------------------------------------------------------------------
  */
 #include "fuzz_util.h"
-#include "lock_name.h"
+#include "names/lock_name.h"
 
 #define MAX_LEN 255				/* as ZKL_MAX_NAME_LEN */
 

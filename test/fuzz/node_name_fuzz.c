@@ -2,7 +2,7 @@
  *
  * node_name_fuzz.c
  *		Fuzz target of the lock rule's reading of node names
- *		(src/lock_rule.c): each line of the input is a child of one lock
+ *		(src/rules/lock_rule.c): each line of the input is a child of one lock
  *		directory, as ZooKeeper lists them (each name once).  Lines that
  *		begin with '@' are the nodes of one backend of ours; every other
  *		node is its own owner's.
@@ -18,7 +18,7 @@
  *-------------------------------------------------------------------------
  */
 #include "fuzz_util.h"
-#include "lock_rule.h"
+#include "rules/lock_rule.h"
 
 static int
 cmp_u32(const void *a, const void *b)

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * session_file_fuzz.c
- *		Fuzz target of the session file's check (src/session_record.c):
+ *		Fuzz target of the session file's check (src/rules/session_record.c):
  *		the input is the file's bytes, as a crash, a bad disk, a copy from
  *		another cluster or another version may leave them.
  *
@@ -12,7 +12,7 @@
  *-------------------------------------------------------------------------
  */
 #include "fuzz_util.h"
-#include "session_record.h"
+#include "rules/session_record.h"
 
 /* The incarnation of the server that reads the file (seeds/: its record). */
 static const zkl_incarnation here = {

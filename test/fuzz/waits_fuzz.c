@@ -2,10 +2,10 @@
  *
  * waits_fuzz.c
  *		Fuzz target of the reading of published waits, as deadlock
- *		detection (src/deadlock.c) reads every child of <root>/.waits: the
- *		node's name (src/waits_for.c: zkl_wait_publisher) on the input's
- *		first line, its data (src/json_fields.c) after it, and the lock
- *		directory and node the data names (src/lock_name.c).  The node's
+ *		detection (src/backend/deadlock.c) reads every child of <root>/.waits: the
+ *		node's name (src/rules/waits_for.c: zkl_wait_publisher) on the input's
+ *		first line, its data (src/rules/json_fields.c) after it, and the lock
+ *		directory and node the data names (src/names/lock_name.c).  The node's
  *		ephemeralOwner is taken to be the session its name gives, so that
  *		the data is read; a second round gives another owner.
  *
@@ -21,9 +21,9 @@
 #include <sanitizer/allocator_interface.h>
 
 #include "fuzz_util.h"
-#include "json_fields.h"
-#include "lock_name.h"
-#include "waits_for.h"
+#include "rules/json_fields.h"
+#include "names/lock_name.h"
+#include "rules/waits_for.h"
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -2,7 +2,7 @@
  *
  * waits_graph_fuzz.c
  *		Fuzz target of the search for deadlock cycles in the waits-for
- *		graph that published waits build (src/waits_for.c): whatever waits
+ *		graph that published waits build (src/rules/waits_for.c): whatever waits
  *		the clusters publish, the search stays within its bounds.  The
  *		input is a list of edges, 4 bytes each: waiter, blocker (one of 16
  *		backends of 4 sessions), kind, and a czxid (one of 256).
@@ -14,7 +14,7 @@
  *-------------------------------------------------------------------------
  */
 #include "fuzz_util.h"
-#include "waits_for.h"
+#include "rules/waits_for.h"
 
 static zkl_backend_ref
 backend(uint8_t b)

@@ -14,7 +14,7 @@
 #      library's threads, each message being one, is printed).  Afterwards
 #      the worker is connected again.
 #  (3) The reaper: a backend holding 'reap-me' loses its local lock table
-#      (gdb sets backend.c's zkl_locks to NULL, as only a bug could) and then
+#      (gdb sets backend/locks.c's zkl_locks to NULL, as only a bug could) and then
 #      ends normally: its exit hook gives nothing back, and the slot stays
 #      'held' for a pid that no longer exists.  Within 30 s (the worker looks
 #      at most every 10 s, at a periodic heartbeat: every second with

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "rules/clock.h"
 #include "unit_tap.h"
 
 /* A simulated machine: the monotonic clock and the wall clock, in us. */

@@ -2,7 +2,7 @@
  *
  * encode_test.c
  *		Unit tests of the mapping of lock names to node names
- *		(src/lock_name.c), without ZooKeeper or PostgreSQL: names of every
+ *		(src/names/lock_name.c), without ZooKeeper or PostgreSQL: names of every
  *		byte, in every position, and thousands of random names come back
  *		from their encoding unchanged; and decoding accepts exactly what
  *		the encoding writes: no lower-case hex, no escape of a byte that is
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lock_name.h"
+#include "names/lock_name.h"
 #include "unit_tap.h"
 
 #define MAX_LEN 255				/* as ZKL_MAX_NAME_LEN */

@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "clock.h"
-#include "heartbeat.h"
+#include "rules/clock.h"
+#include "rules/heartbeat.h"
 #include "unit_tap.h"
 
 static int64_t now_us = 5000000;

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * json_fields_test.c
- *		Unit tests of the reading of node data as JSON (src/json_fields.c),
+ *		Unit tests of the reading of node data as JSON (src/rules/json_fields.c),
  *		built as frontend code against PostgreSQL's libpgcommon, without a
  *		server: zklock's description and a published wait are read field by
  *		field, escapes decoded to UTF-8, a later duplicate deciding; and the
@@ -19,7 +19,7 @@
 
 #include "mb/pg_wchar.h"
 
-#include "json_fields.h"
+#include "rules/json_fields.h"
 #include "unit_tap.h"
 
 static const char *const keys[] = {"system_identifier", "pid", "cluster", "host", "port"};

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * lock_rule_test.c
- *		Unit tests of the lock rule (src/lock_rule.c), without ZooKeeper or
+ *		Unit tests of the lock rule (src/rules/lock_rule.c), without ZooKeeper or
  *		PostgreSQL: name parsing of every layout zklock reads, serial-number
  *		order across the counter's wrap, and the decision (held, the node to
  *		watch, deadlock, absent) for shared and exclusive queues, a
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lock_rule.h"
+#include "rules/lock_rule.h"
 #include "unit_tap.h"
 
 /* A contender of a random directory (test_holders). */
@@ -254,6 +254,21 @@ test_layouts(void)
 				   mixed_readers[2], NULL, 0, ZKL_VERDICT_HELD, NULL, 0);
 	check_decision("layouts: a kazoo writer between readers blocks ours", mixed, N(mixed), mixed[3],
 				   NULL, 0, ZKL_VERDICT_WAIT, mixed[2], 1);
+
+	/* Whose layout a peer's node follows, by the one table of layouts. */
+	check(strcmp(zkl_node_client("k1__lock__0000000001"), "kazoo") == 0,
+		  "layouts: a kazoo lock's node is kazoo's");
+	check(strcmp(zkl_node_client("_c_x-__rlock__0000000001"), "kazoo") == 0,
+		  "layouts: a kazoo marker wins over Curator's prefix");
+	check(strcmp(zkl_node_client("_c_c-__WRIT__0000000001"), "curator") == 0,
+		  "layouts: a protected Curator node is Curator's");
+	check(strcmp(zkl_node_client("x-lock-0000000001"), "other") == 0,
+		  "layouts: an unprotected mutex node is another client's");
+	check(strcmp(zkl_node_layouts[ZKL_NODE_MUTEX].marker, "-lock-") == 0 &&
+		  strcmp(zkl_node_layouts[ZKL_NODE_WRITE].marker, "__WRIT__") == 0 &&
+		  strcmp(zkl_node_layouts[ZKL_NODE_READ].marker, "__READ__") == 0 &&
+		  zkl_node_layouts[ZKL_NODE_READ].shared && !zkl_node_layouts[ZKL_NODE_WRITE].shared,
+		  "layouts: zklock writes Curator's mutex and read-write markers");
 }
 
 static void

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * session_record_test.c
- *		Unit tests of the session file's check (src/session_record.c),
+ *		Unit tests of the session file's check (src/rules/session_record.c),
  *		without a server: a whole record of this version, written by this
  *		very incarnation, is acted on; a file truncated, longer, corrupted,
  *		of another version, of another cluster, copied to another data
@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "session_record.h"
+#include "rules/session_record.h"
 #include "unit_tap.h"
 
 static const zkl_incarnation here = {

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "slot_quota.h"
+#include "rules/slot_quota.h"
 #include "unit_tap.h"
 
 static zkl_claim_state

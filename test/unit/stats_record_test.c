@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stats_record.h"
+#include "rules/stats_record.h"
 #include "unit_tap.h"
 
 static zkl_stats_sample

@@ -2,7 +2,7 @@
  *
  * waits_for_test.c
  *		Unit tests of the waits-for graph and the victim rule
- *		(src/waits_for.c), and of the lock rule's blockers (the graph's
+ *		(src/rules/waits_for.c), and of the lock rule's blockers (the graph's
  *		zklock edges), without ZooKeeper or PostgreSQL: cycles of two and
  *		three clusters, shared holders, waits on PostgreSQL's own locks,
  *		other clients' nodes as leaves, the bound on a cycle's length, and,
@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lock_rule.h"
+#include "rules/lock_rule.h"
 #include "unit_tap.h"
-#include "waits_for.h"
+#include "rules/waits_for.h"
 
 
 /* Backend n of cluster (session) c. */

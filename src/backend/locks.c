@@ -1,0 +1,540 @@
+/*-------------------------------------------------------------------------
+ *
+ * locks.c
+ *		This backend's holds, in the backend: the local table of its
+ *		slots by mode and name, the reentrant counts by scope, their release
+ *		(explicit, at transaction end, savepoint rollback and exit) and the
+ *		report of a lost lock.  acquire.c adds holds; xact_end.c ends them.
+ *
+ * A backend has at most one slot per lock name and mode; repeated acquires
+ * stack on it as counts, kept apart for session and transaction scope, like
+ * advisory locks.  The shared and the exclusive hold of one name are two
+ * slots, two nodes in ZooKeeper, that never wait for each other.
+ *
+ * A transaction-scope hold belongs to the resource owner current when it was
+ * taken, exactly as pg_advisory_xact_lock's lock does: a subtransaction that
+ * commits passes it to its parent, one that aborts gives it back, and a
+ * cursor's holds belong to its portal, whatever savepoint it was fetched in.
+ * The whole transaction's holds go at its end.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <zookeeper/zookeeper.h>
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "commands/async.h"
+#include "commands/dbcommands.h"
+#include "common/int.h"
+#include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/postmaster.h"
+#include "storage/condition_variable.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/utility.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/json.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
+
+#include "pg_compat.h"
+#include "backend/locks.h"
+#include "backend/request.h"
+#include "shared/stats.h"
+
+static void zkl_drop_kept_exclusive(void);
+static void zkl_forget_xact_holds(const char *key);
+
+StaticAssertDecl(ZKL_STATS_NAME_LEN == ZKL_MAX_NAME_LEN,
+				 "zk_lock_stats keeps whole lock names");
+
+
+HTAB	   *zkl_locks = NULL;
+
+zkl_xact_hold *zkl_xact_holds = NULL;
+
+int			zkl_n_xact_holds = 0;
+
+static int	zkl_max_xact_holds = 0;
+
+static bool zkl_exit_registered = false;
+
+/*
+ * A lock whose loss this transaction was told of (ZK002): it may not commit,
+ * even when a savepoint or an exception block caught the error.  Empty when
+ * none; cleared when the top-level transaction ends.
+ */
+char		zkl_lost_in_xact[ZKL_MAX_NAME_LEN + 1];
+
+void
+zkl_local_init(void)
+{
+	HASHCTL		ctl;
+
+	if (zkl_locks != NULL)
+		return;
+	ctl.keysize = ZKL_KEY_LEN;
+	ctl.entrysize = sizeof(zkl_local_lock);
+	zkl_locks = hash_create("zklock local locks", 64, &ctl, HASH_ELEM | HASH_STRINGS);
+	if (!zkl_exit_registered)
+	{
+		before_shmem_exit(zkl_backend_exit, 0);
+		zkl_exit_registered = true;
+	}
+}
+
+void
+zkl_make_key(char *key, const char *name, zkl_mode mode)
+{
+	key[0] = (char) mode;
+	strlcpy(key + 1, name, ZKL_KEY_LEN - 1);
+}
+
+zkl_local_lock *
+zkl_find_local(const char *name, zkl_mode mode)
+{
+	char		key[ZKL_KEY_LEN];
+
+	if (zkl_locks == NULL)
+		return NULL;
+	zkl_make_key(key, name, mode);
+	return hash_search(zkl_locks, key, HASH_FIND, NULL);
+}
+
+/*
+ * A hold ends (its slot is about to be given back): count its time, and
+ * how it ended, as its slot says: lost (the worker found its node gone, or
+ * took it away: revoked under zklock.on_revoke = cancel, or held past
+ * zklock.max_hold_time), asked to give the lock up, or neither.  lost: it
+ * is known lost whatever the slot says (granted in an ended session).
+ */
+static void
+zkl_stats_hold_end(zkl_local_lock *lock, bool lost)
+{
+	zkl_slot   *slot = &zkl_shared->slots[lock->slotno];
+	zkl_stats_sample sample = {0};
+	zkl_take_reason reason = ZKL_TAKE_NONE;
+	TimestampTz now = GetCurrentTimestamp();
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	if (slot->generation == lock->generation)
+	{
+		reason = slot->take_reason;
+		lost = lost || slot->state == ZKL_SLOT_LOST || reason != ZKL_TAKE_NONE;
+		sample.revoked = slot->revoke_requested;
+	}
+	LWLockRelease(zkl_shared->lock);
+
+	sample.event = ZKL_STATS_HOLD_END;
+	sample.hold_ms = Max(now - lock->granted_at, 0) / 1000.0;
+	sample.end = reason == ZKL_TAKE_HOLD_LIMIT ? ZKL_STATS_HOLD_LIMIT :
+		lost ? ZKL_STATS_LOST : ZKL_STATS_RELEASED;
+	zkl_stats_count(lock->key + 1, lock->key[0], &sample, now);
+}
+
+/*
+ * Give a lock's slot back and forget it: its entry, and every transaction
+ * hold of it, so that no count of a later hold of the same name can be
+ * taken down by a hold of this one.
+ */
+void
+zkl_drop_local_as(zkl_local_lock *lock, bool lost)
+{
+	if (lock->granted_at != 0 && zkl_stats_enabled())
+		zkl_stats_hold_end(lock, lost);
+	(void) zkl_give_up(lock->slotno, lock->generation, false, false);
+	zkl_forget_xact_holds(lock->key);
+	hash_search(zkl_locks, lock->key, HASH_REMOVE, NULL);
+}
+
+void
+zkl_drop_local(zkl_local_lock *lock)
+{
+	zkl_drop_local_as(lock, false);
+}
+
+void
+zkl_update_slot_counts(zkl_local_lock *lock)
+{
+	zkl_slot   *slot = &zkl_shared->slots[lock->slotno];
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (slot->generation == lock->generation)
+	{
+		slot->session_count = lock->session_count;
+		slot->xact_count = lock->xact_count;
+	}
+	LWLockRelease(zkl_shared->lock);
+}
+
+/*
+ * A hold's counts changed: its node is given up once both are zero.  An
+ * exclusive node stays while the backend holds the lock shared by a read
+ * taken after it: that read was held at once, whatever writer was queued
+ * between the two nodes (lock_rule.c), and the writer would otherwise take
+ * the lock beside it.  The kept node goes with the last shared hold, or,
+ * when cascade is false (a scan of zkl_locks is under way, which may only
+ * remove its current entry), by zkl_drop_kept_exclusive afterwards.
+ */
+static void
+zkl_settle_local(zkl_local_lock *lock, bool cascade)
+{
+	char		name[ZKL_KEY_LEN];
+	zkl_mode	mode = (zkl_mode) lock->key[0];
+	zkl_local_lock *other;
+
+	if (lock->session_count > 0 || lock->xact_count > 0)
+	{
+		zkl_update_slot_counts(lock);
+		return;
+	}
+	strlcpy(name, lock->key + 1, sizeof(name));
+	if (mode == ZKL_MODE_EXCLUSIVE)
+	{
+		other = zkl_find_local(name, ZKL_MODE_SHARED);
+		if (other != NULL && other->token > lock->token)
+		{
+			zkl_update_slot_counts(lock);
+			return;
+		}
+	}
+	zkl_drop_local(lock);
+	if (mode == ZKL_MODE_SHARED && cascade)
+	{
+		other = zkl_find_local(name, ZKL_MODE_EXCLUSIVE);
+		if (other != NULL && other->session_count == 0 && other->xact_count == 0)
+			zkl_drop_local(other);
+	}
+}
+
+/* Give up every exclusive node kept for a shared hold that is gone. */
+static void
+zkl_drop_kept_exclusive(void)
+{
+	HASH_SEQ_STATUS seq;
+	zkl_local_lock *lock;
+
+	hash_seq_init(&seq, zkl_locks);
+	while ((lock = hash_seq_search(&seq)) != NULL)
+		if ((zkl_mode) lock->key[0] == ZKL_MODE_EXCLUSIVE &&
+			lock->session_count == 0 && lock->xact_count == 0 &&
+			zkl_find_local(lock->key + 1, ZKL_MODE_SHARED) == NULL)
+			zkl_drop_local(lock);
+}
+
+void
+zkl_remember_xact_hold(const char *key)
+{
+	if (zkl_n_xact_holds == zkl_max_xact_holds)
+	{
+		zkl_max_xact_holds = Max(16, zkl_max_xact_holds * 2);
+		zkl_xact_holds = zkl_xact_holds
+			? repalloc(zkl_xact_holds, sizeof(zkl_xact_hold) * zkl_max_xact_holds)
+			: MemoryContextAlloc(TopMemoryContext, sizeof(zkl_xact_hold) * zkl_max_xact_holds);
+	}
+	strlcpy(zkl_xact_holds[zkl_n_xact_holds].key, key, ZKL_KEY_LEN);
+	zkl_xact_holds[zkl_n_xact_holds].owner =
+		CurrentResourceOwner ? CurrentResourceOwner : CurTransactionResourceOwner;
+	zkl_n_xact_holds++;
+}
+
+/* Remove the transaction holds of key (the lock itself is gone). */
+static void
+zkl_forget_xact_holds(const char *key)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < zkl_n_xact_holds; i++)
+		if (strcmp(zkl_xact_holds[i].key, key) != 0)
+			zkl_xact_holds[kept++] = zkl_xact_holds[i];
+	zkl_n_xact_holds = kept;
+}
+
+/*
+ * The loss of name is being reported to this transaction: remember it, so
+ * that the transaction cannot commit whoever catches the error.
+ */
+void
+zkl_note_loss(const char *name)
+{
+	if (IsTransactionState() && zkl_lost_in_xact[0] == '\0')
+		strlcpy(zkl_lost_in_xact, name, sizeof(zkl_lost_in_xact));
+}
+
+void
+zkl_count_hold(zkl_local_lock *lock, bool xact, const char *key)
+{
+	if (xact)
+	{
+		lock->xact_count++;
+		zkl_remember_xact_hold(key);
+	}
+	else
+		lock->session_count++;
+	zkl_update_slot_counts(lock);
+}
+
+bool
+zkl_lock_is_lost(zkl_local_lock *lock)
+{
+	zkl_slot   *slot = &zkl_shared->slots[lock->slotno];
+	bool		lost;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	lost = slot->generation == lock->generation &&
+		(slot->state == ZKL_SLOT_LOST ||
+		 (slot->state == ZKL_SLOT_HELD && slot->take_reason != ZKL_TAKE_NONE));
+	LWLockRelease(zkl_shared->lock);
+	return lost;
+}
+
+/* Report a lock that the worker found lost, once, and forget it. */
+void
+zkl_report_if_lost(zkl_local_lock *lock)
+{
+	char		name[ZKL_MAX_NAME_LEN + 1];
+	zkl_take_reason reason;
+	int			max_hold_ms;
+	zkl_slot   *slot = &zkl_shared->slots[lock->slotno];
+
+	if (!zkl_lock_is_lost(lock))
+		return;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	reason = slot->take_reason;
+	max_hold_ms = slot->max_hold_ms;
+	LWLockRelease(zkl_shared->lock);
+	strlcpy(name, lock->key + 1, sizeof(name));
+	zkl_drop_local(lock);
+	/* An exclusive node kept for a lost shared hold goes too. */
+	zkl_drop_kept_exclusive();
+	zkl_note_loss(name);
+	ereport(ERROR,
+			(errcode(ERRCODE_ZKLOCK_LOST),
+			 errmsg("ZooKeeper lock \"%s\" was lost", name),
+			 reason == ZKL_TAKE_REVOKED ?
+			 errdetail("Its holder was asked to give it up (zk_lock_revoke), and zklock.on_revoke is \"cancel\".") :
+			 reason == ZKL_TAKE_HOLD_LIMIT ?
+			 errdetail("It was held longer than zklock.max_hold_time (%d ms) and given up.", max_hold_ms) :
+			 errdetail("Its ZooKeeper node vanished while this session held it: the session expired or the node was deleted."),
+			 errhint("Another client may have taken the lock; redo the work under a new lock.")));
+}
+
+/* Release one session-scope hold; false plus a warning when there is none. */
+bool
+zkl_release_session(text *name, zkl_mode mode)
+{
+	char		key[ZKL_MAX_NAME_LEN + 1];
+	zkl_local_lock *lock;
+
+	zkl_require_shmem();
+	zkl_refuse_parallel();
+	zkl_name_key(name, key);
+	lock = zkl_find_local(key, mode);
+	if (lock == NULL || lock->session_count == 0)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 mode == ZKL_MODE_SHARED ? errmsg("you don't own a shared ZooKeeper lock named \"%s\"", key) :
+				 mode == ZKL_MODE_SEMAPHORE ? errmsg("you don't own a permit of ZooKeeper semaphore \"%s\"", key) :
+				 errmsg("you don't own a ZooKeeper lock named \"%s\"", key)));
+		return false;
+	}
+	lock->session_count--;
+	zkl_settle_local(lock, true);
+	return true;
+}
+
+void
+zkl_release_all_session(void)
+{
+	HASH_SEQ_STATUS seq;
+	zkl_local_lock *lock;
+
+	zkl_require_shmem();
+	zkl_refuse_parallel();
+	if (zkl_locks == NULL)
+		return;
+	hash_seq_init(&seq, zkl_locks);
+	while ((lock = hash_seq_search(&seq)) != NULL)
+	{
+		if (lock->session_count == 0)
+			continue;
+		lock->session_count = 0;
+		zkl_settle_local(lock, false);
+	}
+	zkl_drop_kept_exclusive();
+}
+
+/*
+ * This backend's hold of name (exclusive first), whether its slot holds it
+ * now, and the session that granted it; NULL when it holds neither mode.
+ */
+static zkl_local_lock *
+zkl_held_lock(text *name, bool *held, int64 *granted)
+{
+	char		key[ZKL_MAX_NAME_LEN + 1];
+	zkl_local_lock *lock;
+	zkl_slot   *slot;
+
+	zkl_require_shmem();
+	zkl_name_key(name, key);
+	lock = zkl_find_local(key, ZKL_MODE_EXCLUSIVE);
+	if (lock == NULL)
+		lock = zkl_find_local(key, ZKL_MODE_SHARED);
+	if (lock == NULL)
+		return NULL;
+
+	slot = &zkl_shared->slots[lock->slotno];
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	/* A hold given up by the worker (revoked, over its limit) is lost. */
+	*held = slot->generation == lock->generation && slot->state == ZKL_SLOT_HELD &&
+		slot->take_reason == ZKL_TAKE_NONE;
+	*granted = *held ? slot->granted_session : 0;
+	LWLockRelease(zkl_shared->lock);
+	return lock;
+}
+
+/* The fencing token of a lock this backend holds (exclusive first), or false. */
+bool
+zkl_held_token(text *name, int64 *token)
+{
+	bool		held;
+	int64		granted;
+	zkl_local_lock *lock = zkl_held_lock(name, &held, &granted);
+
+	if (lock == NULL)
+		return false;
+	*token = lock->token;
+	return held;
+}
+
+/*
+ * Whether this backend holds name and the session that granted the hold is
+ * proven alive now, as a commit needs it (zk_lock_check).  The hold is read
+ * before the proof, and the proof must be of the granting session: one
+ * that expired and was replaced in between proves nothing about it.
+ */
+bool
+zkl_held_proven(text *name)
+{
+	bool		held;
+	int64		granted;
+	int64		session;
+
+	if (zkl_held_lock(name, &held, &granted) == NULL || !held)
+		return false;
+	return zkl_session_proven(NULL, NULL, &session) && session == granted;
+}
+
+/*
+ * Give back the transaction-scope holds that belong to owner, newest first;
+ * NULL: every one (the transaction ends).  A hold settled may drop its lock
+ * and, with it, other holds of the array: each round looks again.
+ */
+void
+zkl_release_xact_holds(ResourceOwner owner)
+{
+	for (;;)
+	{
+		int			i = zkl_n_xact_holds - 1;
+		char		key[ZKL_KEY_LEN];
+		zkl_local_lock *lock;
+
+		while (i >= 0 && owner != NULL && zkl_xact_holds[i].owner != owner)
+			i--;
+		if (i < 0)
+			break;
+		strlcpy(key, zkl_xact_holds[i].key, sizeof(key));
+		memmove(&zkl_xact_holds[i], &zkl_xact_holds[i + 1],
+				sizeof(zkl_xact_hold) * (zkl_n_xact_holds - i - 1));
+		zkl_n_xact_holds--;
+		lock = hash_search(zkl_locks, key, HASH_FIND, NULL);
+		if (lock == NULL || lock->xact_count <= 0)
+			continue;
+		lock->xact_count--;
+		zkl_settle_local(lock, true);
+	}
+}
+
+/* Our slots say fence_row: forgotten when the transaction ends. */
+static bool zkl_fence_rows = false;
+
+/*
+ * This transaction has locked the fence row of name (fence.c) with the
+ * token of its hold of lock name: should the lock be lost while the
+ * transaction lasts, the worker ends this backend (zkl_mark_lost), so that
+ * a stale holder idle in its transaction never keeps the row from the next
+ * holder.  A lock lost already is reported now, before the row is kept.
+ */
+void
+zkl_note_fence_row(text *name)
+{
+	bool		held;
+	int64		granted;
+	bool		lost;
+	zkl_local_lock *lock = zkl_held_lock(name, &held, &granted);
+	zkl_slot   *slot;
+
+	if (lock == NULL)
+		return;
+	slot = &zkl_shared->slots[lock->slotno];
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	lost = slot->generation != lock->generation || slot->state != ZKL_SLOT_HELD;
+	if (!lost)
+	{
+		slot->fence_row = true;
+		zkl_fence_rows = true;
+	}
+	LWLockRelease(zkl_shared->lock);
+	if (lost)
+		zkl_report_if_lost(lock);
+}
+
+/* The transaction ended: its fence rows are no longer locked. */
+void
+zkl_forget_fence_rows(void)
+{
+	HASH_SEQ_STATUS seq;
+	zkl_local_lock *lock;
+
+	if (!zkl_fence_rows)
+		return;
+	zkl_fence_rows = false;
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	hash_seq_init(&seq, zkl_locks);
+	while ((lock = hash_seq_search(&seq)) != NULL)
+	{
+		zkl_slot   *slot = &zkl_shared->slots[lock->slotno];
+
+		if (slot->generation == lock->generation)
+			slot->fence_row = false;
+	}
+	LWLockRelease(zkl_shared->lock);
+}
+
+
+/* Exit gives everything back, whatever the counts say. */
+void
+zkl_backend_exit(int code, Datum arg)
+{
+	HASH_SEQ_STATUS seq;
+	zkl_local_lock *lock;
+
+	if (zkl_shared == NULL || zkl_locks == NULL)
+		return;
+	zkl_cancel_wait(true);
+	hash_seq_init(&seq, zkl_locks);
+	while ((lock = hash_seq_search(&seq)) != NULL)
+		zkl_drop_local(lock);
+	zkl_n_xact_holds = 0;
+}

@@ -1,0 +1,70 @@
+/*-------------------------------------------------------------------------
+ *
+ * locks.h
+ *		This backend's holds (locks.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZKLOCK_LOCKS_H
+#define ZKLOCK_LOCKS_H
+
+#include "utils/hsearch.h"
+#include "utils/resowner.h"
+
+#include "backend/request.h"
+
+/* Hash key: 'x' or 's' for the mode, then the lock name. */
+#define ZKL_KEY_LEN		(ZKL_MAX_NAME_LEN + 2)
+
+/* This backend's slots, by mode and lock name. */
+typedef struct zkl_local_lock
+{
+	char		key[ZKL_KEY_LEN];	/* mode letter, then the name */
+	int			slotno;
+	uint32		generation;
+	int32		session_count;
+	int32		xact_count;
+	int64		token;
+	TimestampTz granted_at;		/* for zk_lock_stats' hold time; 0 when
+								 * zklock.track_stats was off then */
+} zkl_local_lock;
+
+/* One transaction-scope acquire, and the resource owner it belongs to. */
+typedef struct zkl_xact_hold
+{
+	char		key[ZKL_KEY_LEN];
+	ResourceOwner owner;
+} zkl_xact_hold;
+
+extern HTAB *zkl_locks;
+extern zkl_xact_hold *zkl_xact_holds;
+extern int	zkl_n_xact_holds;
+
+/*
+ * A lock whose loss this transaction was told of (ZK002): it may not commit,
+ * even when a savepoint or an exception block caught the error.  Empty when
+ * none; cleared when the top-level transaction ends.
+ */
+extern char zkl_lost_in_xact[ZKL_MAX_NAME_LEN + 1];
+
+extern void zkl_local_init(void);
+extern void zkl_make_key(char *key, const char *name, zkl_mode mode);
+extern zkl_local_lock *zkl_find_local(const char *name, zkl_mode mode);
+extern void zkl_drop_local_as(zkl_local_lock *lock, bool lost);
+extern void zkl_drop_local(zkl_local_lock *lock);
+extern void zkl_update_slot_counts(zkl_local_lock *lock);
+extern void zkl_remember_xact_hold(const char *key);
+extern void zkl_note_loss(const char *name);
+extern void zkl_count_hold(zkl_local_lock *lock, bool xact, const char *key);
+extern bool zkl_lock_is_lost(zkl_local_lock *lock);
+extern void zkl_report_if_lost(zkl_local_lock *lock);
+extern bool zkl_release_session(text *name, zkl_mode mode);
+extern void zkl_release_all_session(void);
+extern bool zkl_held_token(text *name, int64 *token);
+extern bool zkl_held_proven(text *name);
+extern void zkl_release_xact_holds(ResourceOwner owner);
+extern void zkl_note_fence_row(text *name);
+extern void zkl_forget_fence_rows(void);
+extern void zkl_backend_exit(int code, Datum arg);
+
+#endif							/* ZKLOCK_LOCKS_H */

@@ -1,0 +1,416 @@
+/*-------------------------------------------------------------------------
+ *
+ * waits_for.c
+ *		Cycles in the waits-for graph of backends of every cluster, and
+ *		the rule that makes exactly one member of a cycle its victim.
+ *		Plain C with no PostgreSQL, ZooKeeper or shared memory: the
+ *		detector collects the edges (zklock waits from ZooKeeper, waits on
+ *		PostgreSQL's own locks from its cluster) and asks these functions;
+ *		test/unit proves them without a server.
+ *
+ * The victim rule.  Every member of a cycle that waits on a zklock request
+ * may be detecting at the same time, each from its own cluster, and they
+ * must agree without talking: of the zklock requests of a cycle, the one
+ * with the highest czxid (the newest, in an order every cluster reads the
+ * same) gives up.  A detector therefore asks one question of the graph:
+ * is there a cycle through me in which every other zklock waiter has a
+ * lower czxid than my request?  If so it is that cycle's victim; if there
+ * is only a cycle whose newest request is another's, that one gives up
+ * and this one waits on.  Each cycle has exactly one newest request, so no
+ * cycle is left without a victim and no two members of a cycle both give
+ * up.  A member waiting on a PostgreSQL lock (czxid 0) never is the
+ * victim: it is not a zklock request and has no zklock wait to give up.
+ *
+ * A cycle that goes through a wait on a PostgreSQL lock is seen only by
+ * its cluster (pg_blocking_pids answers for its own backends alone): the
+ * newest zklock request of such a cycle may belong to another cluster,
+ * which cannot see the cycle and would never give up.  Such a cycle's
+ * victim is therefore the newest zklock request of the cluster whose
+ * PostgreSQL lock it goes through (the detector's own session, since a
+ * detector follows only its own cluster's PostgreSQL locks): every member
+ * of that cluster sees the whole cycle and agrees.  Every such cycle has a
+ * zklock request of that cluster: the waits on PostgreSQL locks lead to a
+ * backend of it that waits on a zklock, or the cycle would be PostgreSQL's
+ * own.  A detector is thus the victim of a cycle through it when every
+ * other zklock waiter of the cycle is older, or when the cycle has a wait
+ * on a PostgreSQL lock and every other zklock waiter of its own cluster
+ * is older.
+ *
+ * A backend has at most one zklock wait at a time; if edges of several
+ * readings disagree, its highest czxid counts.  Cycles are searched to a
+ * bounded length (max_cycle edges): a longer cycle is not seen.
+ *
+ * Stand-ins.  A detector reads the graph from its own wait, breadth-first,
+ * within a bound of lock directories (deadlock.c), so members of one cycle
+ * may see different parts of the graph: the newest request's reads may all
+ * go to waits that lead elsewhere, while an older member reaches the whole
+ * cycle at once.  The victim checks the moment it publishes its wait and
+ * after each of its deadlock_timeouts, so a cycle that an older member has
+ * seen, node for node, for a few of the longest deadlock_timeout of its
+ * members is one its victim cannot see; that member then gives up in its
+ * place (zkl_deadlock_standin_ms says when).  Members that see it take
+ * that turn newest first, each after the one before had time to see it at
+ * a check of its own and give up, so the cycle still loses one member.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <string.h>
+
+#include "rules/waits_for.h"
+
+/* What one search carries. */
+typedef struct zkl_cycle_search
+{
+	const zkl_wait_edge *edges;
+	int			nedges;
+	zkl_backend_ref self;
+	bool		only_older;		/* other zklock waiters must be older than
+								 * self_czxid */
+	bool		own_cluster;	/* ... only those of self's session, and the
+								 * cycle must have a PostgreSQL lock wait */
+	int64_t		self_czxid;
+	int		   *path;
+	int			max_path;
+	int		   *explored;		/* per edge: its blocker was searched from at
+								 * this depth (+ 1), or 0 */
+	const bool *leads_back;		/* per edge: self is reachable from its
+								 * blocker at all */
+	const int  *next_out;		/* per edge: the next edge of the same waiter,
+								 * or -1 */
+	const int  *blocker_out;	/* per edge: its blocker's first edge, or -1 */
+	const int64_t *blocker_czxid;	/* per edge: its blocker's zklock wait */
+	long		steps;			/* own_cluster: edges looked at, bounded */
+} zkl_cycle_search;
+
+/*
+ * How many edges the search for a cycle through a PostgreSQL lock wait may
+ * look at.  That search cannot remember dead ends (whether a backend leads
+ * back to self with such a wait depends on the path that reached it), so
+ * it is bounded: past this many it gives up, finding no victim this time.
+ */
+#define ZKL_MAX_SEARCH_STEPS 20000
+
+bool
+zkl_backend_equal(zkl_backend_ref a, zkl_backend_ref b)
+{
+	return a.session == b.session && a.pid == b.pid;
+}
+
+/*
+ * Who published a wait: a node under <root>/.waits named
+ * "<session>-<pid>", as the worker names them (the session as 16
+ * lower-case hex digits, the pid in decimal), whose ephemeralOwner (owner)
+ * is that session.  Fills *who and returns true; false for anything else
+ * there, which is no wait.
+ */
+bool
+zkl_wait_publisher(const char *name, int64_t owner, zkl_backend_ref *who)
+{
+	uint64_t	session = 0;
+	int64_t		pid = 0;
+	const char *p = name;
+
+	for (int i = 0; i < 16; i++, p++)
+	{
+		if (*p >= '0' && *p <= '9')
+			session = session * 16 + (uint64_t) (*p - '0');
+		else if (*p >= 'a' && *p <= 'f')
+			session = session * 16 + (uint64_t) (*p - 'a' + 10);
+		else
+			return false;
+	}
+	if (*p++ != '-' || *p < '1' || *p > '9')
+		return false;
+	for (; *p >= '0' && *p <= '9'; p++)
+	{
+		pid = pid * 10 + (*p - '0');
+		if (pid > INT32_MAX)
+			return false;
+	}
+	if (*p != '\0' || (int64_t) session != owner || owner == 0)
+		return false;
+	who->session = owner;
+	who->pid = (int32_t) pid;
+	return true;
+}
+
+/*
+ * Whether a node of a lock directory (its name, czxid and ephemeralOwner)
+ * is the request that a wait published by publisher names (wait_node,
+ * wait_czxid).  The node must have been created by the session that
+ * published the wait: a wait is believed only of its own session's
+ * request.  Anyone may write under .waits in a session of their own, and
+ * a wait naming someone else's request (forged, or left by an earlier
+ * session) would add an edge that is not there, closing a false cycle
+ * whose victim is innocent.
+ */
+bool
+zkl_wait_names_request(zkl_backend_ref publisher, const char *wait_node,
+					   int64_t wait_czxid, const char *node, int64_t czxid,
+					   int64_t owner)
+{
+	return owner == publisher.session && owner != 0 &&
+		czxid == wait_czxid && strcmp(node, wait_node) == 0;
+}
+
+/* The czxid of backend's zklock wait in the graph, or 0 if it has none. */
+static int64_t
+zkl_wait_czxid(const zkl_wait_edge *edges, int nedges, zkl_backend_ref backend)
+{
+	int64_t		czxid = 0;
+
+	for (int i = 0; i < nedges; i++)
+		if (edges[i].kind == ZKL_WAIT_ZKLOCK &&
+			zkl_backend_equal(edges[i].waiter, backend) &&
+			edges[i].czxid > czxid)
+			czxid = edges[i].czxid;
+	return czxid;
+}
+
+/*
+ * Whether the search has already gone on from backend at this depth or a
+ * shallower one: it found no way back to self within the bound then, and
+ * will not now.  Reached at a shallower depth, it is searched again, with
+ * more of the bound left.
+ */
+static bool
+zkl_explored(const zkl_cycle_search *s, zkl_backend_ref backend, int depth)
+{
+	for (int i = 0; i < s->nedges; i++)
+		if (s->explored[i] != 0 && s->explored[i] <= depth + 1 &&
+			zkl_backend_equal(s->edges[i].blocker, backend))
+			return true;
+	return false;
+}
+
+/* Whether backend is self or a blocker on the path so far. */
+static bool
+zkl_on_path(const zkl_cycle_search *s, zkl_backend_ref backend, int depth)
+{
+	if (zkl_backend_equal(backend, s->self))
+		return true;
+	for (int k = 0; k < depth; k++)
+		if (zkl_backend_equal(s->edges[s->path[k]].blocker, backend))
+			return true;
+	return false;
+}
+
+/*
+ * Depth-first from the blocker of path[depth - 1] (or self at depth 0):
+ * the length of a path back to self, or 0.
+ *
+ * Plainly, a backend already searched from, at this depth or a shallower
+ * one, is not searched again: whether it leads back to self does not
+ * depend on the path that reached it, only on how much of the bound is
+ * left.  A cycle through a PostgreSQL lock wait (own_cluster) must be a
+ * simple cycle that has such a wait: backends on the path are not entered
+ * again (a loop that does not go through self has a victim of its own),
+ * and since what lies ahead then depends on the path, nothing is
+ * remembered; ZKL_MAX_SEARCH_STEPS bounds the work instead.
+ */
+static int
+zkl_search_from(zkl_cycle_search *s, int first, int depth, bool heavy)
+{
+	for (int i = first; i >= 0; i = s->next_out[i])
+	{
+		const zkl_wait_edge *e = &s->edges[i];
+		bool		now_heavy = heavy || e->kind == ZKL_WAIT_HEAVYWEIGHT;
+		int			found;
+
+		if (!s->leads_back[i])
+			continue;
+		if (s->own_cluster && ++s->steps > ZKL_MAX_SEARCH_STEPS)
+			return 0;
+		s->path[depth] = i;
+		if (zkl_backend_equal(e->blocker, s->self))
+		{
+			if (now_heavy)
+				return depth + 1;
+			continue;
+		}
+		if (depth + 1 >= s->max_path)
+			continue;
+		if (s->own_cluster ? zkl_on_path(s, e->blocker, depth) :
+			zkl_explored(s, e->blocker, depth + 1))
+			continue;
+		if (s->only_older &&
+			(!s->own_cluster || e->blocker.session == s->self.session) &&
+			s->blocker_czxid[i] >= s->self_czxid)
+			continue;
+		if (!s->own_cluster)
+			s->explored[i] = depth + 2;
+		found = zkl_search_from(s, s->blocker_out[i], depth + 1, now_heavy);
+		if (found > 0)
+			return found;
+	}
+	return 0;
+}
+
+/*
+ * Mark the edges whose blocker can reach self at all (or is self): no other
+ * edge is on any cycle through self.  A backward search from self, once
+ * over the edges: most of a busy lock's edges lead away, and the searches
+ * then stop at once.
+ */
+static void
+zkl_mark_leads_back(const zkl_wait_edge *edges, int nedges, zkl_backend_ref self, bool *leads_back)
+{
+	zkl_backend_ref reached[ZKL_MAX_WAIT_EDGES + 1];
+	int			nreached = 0;
+
+	memset(leads_back, 0, sizeof(bool) * nedges);
+	reached[nreached++] = self;
+	for (int r = 0; r < nreached; r++)
+		for (int i = 0; i < nedges; i++)
+		{
+			bool		known = false;
+
+			if (leads_back[i] || !zkl_backend_equal(edges[i].blocker, reached[r]))
+				continue;
+			leads_back[i] = true;
+			for (int k = 0; k < nreached && !known; k++)
+				known = zkl_backend_equal(reached[k], edges[i].waiter);
+			if (!known)
+				reached[nreached++] = edges[i].waiter;
+		}
+}
+
+static int
+zkl_find_cycle(const zkl_wait_edge *edges, int nedges, zkl_backend_ref self,
+			   bool only_older, bool own_cluster, int64_t self_czxid,
+			   int *cycle, int max_cycle)
+{
+	int			explored[ZKL_MAX_WAIT_EDGES];
+	bool		leads_back[ZKL_MAX_WAIT_EDGES];
+	int			next_out[ZKL_MAX_WAIT_EDGES];
+	int			blocker_out[ZKL_MAX_WAIT_EDGES];
+	int64_t		blocker_czxid[ZKL_MAX_WAIT_EDGES];
+	int			self_out = -1;
+	bool		heavy = false;
+	zkl_cycle_search s;
+
+	if (nedges > ZKL_MAX_WAIT_EDGES)
+		nedges = ZKL_MAX_WAIT_EDGES;
+	for (int i = 0; i < nedges; i++)
+		heavy |= edges[i].kind == ZKL_WAIT_HEAVYWEIGHT;
+	/* No PostgreSQL lock wait in the graph: no cycle can have one. */
+	if (max_cycle <= 0 || (own_cluster && !heavy))
+		return 0;
+	memset(explored, 0, sizeof(explored));
+	zkl_mark_leads_back(edges, nedges, self, leads_back);
+
+	/* Each backend's edges as a list, so a step looks only at its own. */
+	for (int i = nedges - 1; i >= 0; i--)
+	{
+		next_out[i] = -1;
+		blocker_out[i] = -1;
+		for (int j = i + 1; j < nedges && next_out[i] < 0; j++)
+			if (zkl_backend_equal(edges[j].waiter, edges[i].waiter))
+				next_out[i] = j;
+	}
+	for (int i = 0; i < nedges; i++)
+	{
+		for (int j = 0; j < nedges && blocker_out[i] < 0; j++)
+			if (zkl_backend_equal(edges[j].waiter, edges[i].blocker))
+				blocker_out[i] = j;
+		if (self_out < 0 && zkl_backend_equal(edges[i].waiter, self))
+			self_out = i;
+		blocker_czxid[i] = zkl_wait_czxid(edges, nedges, edges[i].blocker);
+	}
+	s.edges = edges;
+	s.nedges = nedges;
+	s.self = self;
+	s.only_older = only_older;
+	s.own_cluster = own_cluster;
+	s.self_czxid = self_czxid;
+	s.path = cycle;
+	s.max_path = max_cycle;
+	s.explored = explored;
+	s.leads_back = leads_back;
+	s.next_out = next_out;
+	s.blocker_out = blocker_out;
+	s.blocker_czxid = blocker_czxid;
+	s.steps = 0;
+	/* Unless a PostgreSQL lock wait is required, start as if one were seen. */
+	return zkl_search_from(&s, self_out, 0, !own_cluster);
+}
+
+/*
+ * Whether self, waiting on the zklock request with czxid self_czxid, is
+ * the victim of a cycle: returns the cycle's length, with the indexes of
+ * its edges in cycle (self's own edge first, in the order of the waits),
+ * or 0 when self is no cycle's victim.
+ */
+int
+zkl_deadlock_victim_cycle(const zkl_wait_edge *edges, int nedges,
+						  zkl_backend_ref self, int64_t self_czxid,
+						  int *cycle, int max_cycle)
+{
+	int			len = zkl_find_cycle(edges, nedges, self, true, false, self_czxid,
+									 cycle, max_cycle);
+
+	if (len == 0)
+		len = zkl_find_cycle(edges, nedges, self, true, true, self_czxid,
+							 cycle, max_cycle);
+	return len;
+}
+
+/*
+ * Any cycle through self, whoever its victim: for counting deadlocks seen
+ * and for showing them.  Returns its length and edges as
+ * zkl_deadlock_victim_cycle does.
+ */
+int
+zkl_deadlock_any_cycle(const zkl_wait_edge *edges, int nedges,
+					   zkl_backend_ref self, int *cycle, int max_cycle)
+{
+	return zkl_find_cycle(edges, nedges, self, false, false, 0, cycle, max_cycle);
+}
+
+/*
+ * How long self, a member of a cycle (edges of zkl_deadlock_any_cycle,
+ * cycle[0] its own) that is not its victim, lets the cycle stand before it
+ * gives up in the victim's place; -1 when self's request is the newest
+ * zklock request of the cycle (the victim rule decides) or self has no
+ * zklock wait in it.  timeout_ms gives, per edge, the deadlock_timeout of
+ * its waiter (0: unknown or a PostgreSQL lock's wait).
+ *
+ * With rank r (r zklock requests of the cycle newer than self's) and L the
+ * longest deadlock_timeout of the cycle's zklock waiters, the answer is
+ * r * ZKL_STANDIN_TIMEOUTS * L, counted from the first check at which self
+ * saw this cycle.  Every member sees a cycle first within its own
+ * deadlock_timeout (at most L) and a check after the cycle closed, and
+ * acts at a check at most L after its turn came: the member of rank r
+ * gives up at most r * 4L + 2L after the cycle closed plus two checks'
+ * reads, before rank r + 1 may, at (r + 1) * 4L at the earliest.  The
+ * victim itself (rank 0) gives up within L and a check.
+ */
+int64_t
+zkl_deadlock_standin_ms(const zkl_wait_edge *edges, const int *cycle, int ncycle,
+						zkl_backend_ref self, int64_t self_czxid,
+						const int64_t *timeout_ms)
+{
+	int			rank = 0;
+	int64_t		longest = 0;
+	bool		self_waits = false;
+
+	for (int k = 0; k < ncycle; k++)
+	{
+		const zkl_wait_edge *e = &edges[cycle[k]];
+
+		if (e->kind != ZKL_WAIT_ZKLOCK)
+			continue;
+		if (timeout_ms[cycle[k]] > longest)
+			longest = timeout_ms[cycle[k]];
+		if (zkl_backend_equal(e->waiter, self))
+			self_waits = true;
+		else if (e->czxid > self_czxid)
+			rank++;
+	}
+	if (!self_waits || rank == 0)
+		return -1;
+	/* Nobody's deadlock_timeout known: PostgreSQL's default. */
+	if (longest <= 0)
+		longest = 1000;
+	return (int64_t) rank * ZKL_STANDIN_TIMEOUTS * longest;
+}

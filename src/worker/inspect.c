@@ -1,0 +1,528 @@
+/*-------------------------------------------------------------------------
+ *
+ * inspect.c
+ *		The worker's services to backends other than a lock: the reading
+ *		of a lock's directory for zk_lock_contenders (and deadlock
+ *		detection), the revocation request zk_lock_revoke writes on a
+ *		holder's node, and the publication of a backend's wait under
+ *		<root>/.waits.  Runs on the worker's main thread only.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "storage/dsm.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "names/encode.h"
+#include "rules/lock_rule.h"
+#include "worker/inspect.h"
+#include "worker/slot_steps.h"
+
+/*
+ * Reads of children in flight at once for one zk_lock_contenders, at
+ * most.  ZooKeeper answers a session's requests in order: a burst of one
+ * read per child would queue the session's own traffic (the heartbeat,
+ * other backends' creates and deletes) behind thousands of reads.  With a
+ * window of reads, a request sent meanwhile waits for at most this many.
+ */
+#define ZKL_MAX_INSPECT_READS	32
+
+static void zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite);
+
+/* What zk_lock_contenders has read so far of one directory. */
+typedef struct zkl_inspection
+{
+	int			nchildren;
+	int			nread;			/* children whose getData was sent */
+	int			nsent;			/* requests sent, getData and exists */
+	int			nreplied;		/* answers taken: they come in the order sent */
+	int		   *sent;			/* the child of each request, in order */
+	char	  **children;
+	int64	   *czxid;
+	int64	   *owner;			/* ephemeralOwner */
+	int64	   *ctime;
+	char	  **data;
+	int		   *data_len;
+	bool	   *gone;			/* deleted between the listing and the read */
+	bool	   *unreadable;		/* getData refused (ZNOAUTH): data unknown */
+} zkl_inspection;
+
+/* ---- zk_lock_contenders: a backend's read of one lock directory ---- */
+
+void
+zkl_inspect_free(zkl_work *work)
+{
+	zkl_inspection *in = work->inspection;
+
+	if (in == NULL)
+		return;
+	for (int i = 0; i < in->nchildren; i++)
+	{
+		pfree(in->children[i]);
+		if (in->data[i])
+			pfree(in->data[i]);
+	}
+	if (in->nchildren > 0)
+	{
+		pfree(in->children);
+		pfree(in->czxid);
+		pfree(in->owner);
+		pfree(in->ctime);
+		pfree(in->data);
+		pfree(in->data_len);
+		pfree(in->gone);
+		pfree(in->unreadable);
+		pfree(in->sent);
+	}
+	pfree(in);
+	work->inspection = NULL;
+}
+
+/*
+ * Start what a slot that is no lock asks (zkl_slot_op): read the directory,
+ * or write the revocation message on a holder's node.
+ */
+void
+zkl_inspect_start(int slotno, zkl_slot *slot)
+{
+	zkl_works[slotno].phase = ZKL_PH_INSPECTING;
+	if (slot->op == ZKL_OP_PUBLISH)
+	{
+		zkl_publish_wait(slotno, slot, false);
+		return;
+	}
+	if (slot->op == ZKL_OP_REVOKE)
+	{
+		char	   *path = zkl_child_path(slot, slot->target);
+
+		(void) zkl_sent_alone(slotno, zoo_aset(zkl_zh, path, ZKL_REVOKE_MESSAGE, strlen(ZKL_REVOKE_MESSAGE),
+											   -1, zkl_stat_done, zkl_ctx(ZKL_EV_REVOKE_SET, slotno)));
+		pfree(path);
+		return;
+	}
+	(void) zkl_sent_alone(slotno, zoo_aget_children(zkl_zh, slot->dir, 0, zkl_strings_done,
+													zkl_ctx(ZKL_EV_INSPECT_CHILDREN, slotno)));
+}
+
+/*
+ * The revocation message was written (or the holder had left): tell the
+ * backend.  Any other answer fails the slot, which leaves the holder's node
+ * as it is (zkl_owns_node).
+ */
+static void
+zkl_revoke_written(int slotno, zkl_slot *slot, int rc)
+{
+	bool		wanted;
+
+	zkl_end_work(&zkl_works[slotno]);
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	wanted = slot->wanted;
+	if (wanted)
+	{
+		slot->zk_rc = rc;
+		slot->state = ZKL_SLOT_HELD;	/* the answer is ready */
+		zkl_wake_backend(slot);
+	}
+	LWLockRelease(zkl_shared->lock);
+	if (!wanted)
+		zkl_free_slot(slotno);
+}
+
+/*
+ * Which children of an inspected directory are a peer's downgrade that a
+ * waiting writer of this cluster found (holds), and which that writer
+ * (waits): once the peer's write node is gone, nothing else tells.
+ */
+static void
+zkl_downgrade_marks(const zkl_inspection *in, bool *holds, bool *waits)
+{
+	if (zkl_node_map == NULL)
+		return;
+	for (int i = 0; i < in->nchildren; i++)
+	{
+		zkl_node_entry *entry;
+		zkl_work   *w;
+
+		if (in->gone[i] || strlen(in->children[i]) >= ZKL_MAX_NODE_LEN)
+			continue;
+		entry = hash_search(zkl_node_map, in->children[i], HASH_FIND, NULL);
+		if (entry == NULL)
+			continue;
+		w = &zkl_works[entry->slotno];
+		if (w->nheld_behind == 0 || (w->phase != ZKL_PH_LISTING && w->phase != ZKL_PH_WATCHING))
+			continue;
+		waits[i] = true;
+		for (int k = 0; k < w->nheld_behind; k++)
+			for (int j = 0; j < in->nchildren; j++)
+				if (!in->gone[j] && strcmp(in->children[j], w->held_behind[k]) == 0)
+					holds[j] = true;
+	}
+}
+
+/* Write what was read into the backend's segment, then tell it. */
+static void
+zkl_inspect_finish(int slotno, zkl_slot *slot)
+{
+	zkl_work   *work = &zkl_works[slotno];
+	zkl_inspection *in = work->inspection;
+	bool		wanted;
+	dsm_handle	handle;
+	dsm_segment *seg = NULL;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	wanted = slot->wanted;
+	handle = slot->reply_handle;
+	LWLockRelease(zkl_shared->lock);
+
+	/* A backend that left has destroyed its segment: nothing to attach. */
+	if (wanted)
+		seg = dsm_attach(handle);
+	if (seg != NULL)
+	{
+		zkl_inspect_reply *reply = dsm_segment_address(seg);
+		char	   *out = (char *) reply + MAXALIGN(sizeof(zkl_inspect_reply));
+		Size		needed = 0;
+		int			n = 0;
+
+		for (int i = 0; i < in->nchildren; i++)
+			if (!in->gone[i])
+				needed += MAXALIGN(sizeof(zkl_inspect_entry) + strlen(in->children[i]) + in->data_len[i]);
+		reply->needed = needed;
+		reply->nchildren = 0;
+		if (needed <= reply->capacity)
+		{
+			bool	   *holds = palloc0(sizeof(bool) * Max(in->nchildren, 1));
+			bool	   *waits = palloc0(sizeof(bool) * Max(in->nchildren, 1));
+
+			zkl_downgrade_marks(in, holds, waits);
+			for (int i = 0; i < in->nchildren; i++)
+			{
+				zkl_inspect_entry *e = (zkl_inspect_entry *) out;
+				int			name_len = strlen(in->children[i]);
+
+				if (in->gone[i])
+					continue;
+				e->czxid = in->czxid[i];
+				e->owner = in->owner[i];
+				e->ctime = in->ctime[i];
+				e->name_len = name_len;
+				e->data_len = in->data_len[i];
+				e->unreadable = in->unreadable[i];
+				e->downgrade_holds = holds[i];
+				e->downgrade_waits = waits[i];
+				memcpy(out + sizeof(zkl_inspect_entry), in->children[i], name_len);
+				if (e->data_len > 0)
+					memcpy(out + sizeof(zkl_inspect_entry) + name_len, in->data[i], e->data_len);
+				out += MAXALIGN(sizeof(zkl_inspect_entry) + name_len + e->data_len);
+				n++;
+			}
+			reply->nchildren = n;
+			pfree(holds);
+			pfree(waits);
+		}
+		dsm_detach(seg);
+	}
+
+	zkl_end_work(work);
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	wanted = slot->wanted;
+	if (wanted)
+	{
+		slot->state = ZKL_SLOT_HELD;	/* for a read: the reply is ready */
+		zkl_wake_backend(slot);
+	}
+	LWLockRelease(zkl_shared->lock);
+	if (!wanted)
+		zkl_free_slot(slotno);
+}
+
+/*
+ * Ask for child i's data, or only its stat: a child whose data we may not
+ * read (its ACL denies READ) is still a contender, and its stat is
+ * anyone's (exists needs no right on the node).  Answers come in the order
+ * asked.
+ */
+static void
+zkl_inspect_ask(int slotno, zkl_slot *slot, zkl_inspection *in, int i, bool stat_only)
+{
+	char	   *path = zkl_child_path(slot, in->children[i]);
+
+	in->sent[in->nsent++] = i;
+	zkl_check_sent(slotno, stat_only ?
+				   zoo_aexists(zkl_zh, path, 0, zkl_stat_done,
+							   zkl_ctx(ZKL_EV_INSPECT_STAT, slotno)) :
+				   zoo_aget(zkl_zh, path, 0, zkl_data_done,
+							zkl_ctx(ZKL_EV_INSPECT_DATA, slotno)));
+	pfree(path);
+}
+
+/*
+ * Keep ZKL_MAX_INSPECT_READS requests in flight while children are left to
+ * read; none more once the backend has given the read up.
+ */
+static void
+zkl_inspect_send(int slotno, zkl_slot *slot, zkl_inspection *in, bool wanted)
+{
+	while (wanted && in->nread < in->nchildren &&
+		   in->nsent - in->nreplied < ZKL_MAX_INSPECT_READS)
+		zkl_inspect_ask(slotno, slot, in, in->nread++, false);
+}
+
+static void
+zkl_inspect_result(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	zkl_work   *work = &zkl_works[slotno];
+	zkl_inspection *in = work->inspection;
+
+	if (ev->kind == ZKL_EV_INSPECT_CHILDREN)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		int			n = ev->rc == ZOK ? ev->nchildren : 0;
+
+		zkl_inspect_free(work);
+		in = palloc0(sizeof(zkl_inspection));
+		in->nchildren = n;
+		if (n > 0)
+		{
+			in->children = palloc(sizeof(char *) * n);
+			in->czxid = palloc0(sizeof(int64) * n);
+			in->owner = palloc0(sizeof(int64) * n);
+			in->ctime = palloc0(sizeof(int64) * n);
+			in->data = palloc0(sizeof(char *) * n);
+			in->data_len = palloc0(sizeof(int) * n);
+			in->gone = palloc0(sizeof(bool) * n);
+			in->unreadable = palloc0(sizeof(bool) * n);
+			/* A getData for each child, and an exists for an unreadable one. */
+			in->sent = palloc(sizeof(int) * 2 * n);
+			for (int i = 0; i < n; i++)
+				in->children[i] = pstrdup(ev->children[i]);
+		}
+		MemoryContextSwitchTo(old);
+		work->inspection = in;
+	}
+	else if (in != NULL && in->nreplied < in->nsent)
+	{
+		int			i = in->sent[in->nreplied++];
+
+		if (ev->rc == ZNONODE)
+			in->gone[i] = true; /* deleted meanwhile: not listed */
+		else if (ev->rc == ZOK)
+		{
+			in->czxid[i] = ev->czxid;
+			in->owner[i] = ev->owner;
+			in->ctime[i] = ev->ctime;
+			in->data_len[i] = Min(ev->data_len, ZKL_MAX_INSPECT_DATA);
+			if (in->data_len[i] > 0)
+			{
+				in->data[i] = MemoryContextAlloc(TopMemoryContext, in->data_len[i]);
+				memcpy(in->data[i], ev->data, in->data_len[i]);
+			}
+		}
+		else
+		{
+			/* Listed all the same; its stat asked for, or unknown too. */
+			in->unreadable[i] = true;
+			if (ev->kind == ZKL_EV_INSPECT_DATA && wanted)
+				zkl_inspect_ask(slotno, slot, in, i, true);
+		}
+	}
+	if (in == NULL)
+		return;
+	zkl_inspect_send(slotno, slot, in, wanted);
+	if (in->nreplied == in->nsent)
+		zkl_inspect_finish(slotno, slot);
+}
+
+/* ---- a backend's lasting wait, published for deadlock detection ---- */
+
+/* The waits directory was created (or found) by this worker. */
+static bool zkl_waits_dir_made = false;
+
+/*
+ * A path as a JSON string: its bytes as they are (an encoded lock name is
+ * ASCII; zklock.root is the configuration's text), quotes, backslashes and
+ * control characters escaped.
+ */
+static void
+zkl_json_bytes(StringInfo buf, const char *s)
+{
+	appendStringInfoChar(buf, '"');
+	for (; *s; s++)
+	{
+		unsigned char c = (unsigned char) *s;
+
+		if (c == '"' || c == '\\')
+			appendStringInfo(buf, "\\%c", c);
+		else if (c < 0x20 || c == 0x7F)
+			appendStringInfo(buf, "\\u%04x", c);
+		else
+			appendStringInfoChar(buf, (char) c);
+	}
+	appendStringInfoChar(buf, '"');
+}
+
+/* The data of a published wait (see zkl_publish_wait), into data. */
+static void
+zkl_wait_data(StringInfo data, const char *dir, const char *node, int64 czxid,
+			  const char *timeout, const char *description)
+{
+	appendStringInfoString(data, "{\"lock_dir\":");
+	zkl_json_bytes(data, dir);
+	appendStringInfoString(data, ",\"lock_node\":");
+	zkl_json_bytes(data, node);
+	appendStringInfo(data, ",\"czxid\":" INT64_FORMAT, czxid);
+	/* The backend's deadlock_timeout, in ms, as it wrote it (digits). */
+	if (timeout[0] != '\0' && strspn(timeout, "0123456789") == strlen(timeout))
+		appendStringInfo(data, ",\"deadlock_timeout\":%s", timeout);
+	/* Then the request's own description, its fields beside these. */
+	if (description[0] == '{' && description[1] != '}' && description[1] != '\0')
+		appendStringInfo(data, ",%s", description + 1);
+	else
+		appendStringInfoChar(data, '}');
+}
+
+/*
+ * Publish what the backend's waiting request (the slot's sibling) waits
+ * for, as the ephemeral node <root>/.waits/<session>-<pid>: its data, one
+ * JSON object, names the request's directory, node and czxid (lock_dir,
+ * lock_node, czxid), the backend's deadlock_timeout in ms
+ * (deadlock_timeout), and has the request's own description's fields.  A
+ * wait that ended, or whose node is not known yet, is
+ * answered with nothing published.  overwrite: the node exists (left by an
+ * earlier worker in this session), so its data is written instead.
+ */
+static void
+zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite)
+{
+	zkl_slot   *wait = NULL;
+	StringInfoData data;
+	char	   *path;
+	bool		waiting;
+	bool		wanted;
+	char		dir[ZKL_MAX_DIR_LEN];
+	char		node[ZKL_MAX_NODE_LEN];
+	char		description[ZKL_MAX_DATA_LEN];
+	char		timeout[12];
+	int64		czxid = 0;
+
+	if (slot->sibling_slotno >= 0 && slot->sibling_slotno < zkl_shared->nslots)
+		wait = &zkl_shared->slots[slot->sibling_slotno];
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	wanted = slot->wanted;
+	waiting = wait != NULL && wait->generation == slot->sibling_generation &&
+		wait->state == ZKL_SLOT_WAITING && wait->node[0] != '\0';
+	if (waiting)
+	{
+		strlcpy(dir, wait->dir, sizeof(dir));
+		strlcpy(node, wait->node, sizeof(node));
+		strlcpy(description, wait->data, sizeof(description));
+		czxid = wait->token;
+		strlcpy(timeout, slot->data, sizeof(timeout));
+		snprintf(slot->node, sizeof(slot->node), "%016llx-%d",
+				 (unsigned long long) zkl_shared->session_id, slot->pid);
+	}
+	else if (wanted)
+		slot->state = ZKL_SLOT_HELD;	/* nothing to publish: answered */
+	LWLockRelease(zkl_shared->lock);
+
+	/*
+	 * The wait ended, but an earlier create of the node (cut off by a
+	 * connection loss, or of the worker before this one) may have taken
+	 * effect: it is deleted, now or when the backend gives it up.
+	 */
+	if (!waiting && slot->node[0] != '\0')
+	{
+		zkl_works[slotno].phase = ZKL_PH_PUBLISHED;
+		if (!wanted)
+			zkl_send_delete(slotno, slot);
+		return;
+	}
+	if (!waiting)
+	{
+		zkl_end_work(&zkl_works[slotno]);
+		if (!wanted)
+			zkl_free_slot(slotno);
+		return;
+	}
+
+	initStringInfo(&data);
+	zkl_wait_data(&data, dir, node, czxid, timeout, description);
+
+	path = zkl_child_path(slot, slot->node);
+	if (overwrite)
+		zkl_check_sent(slotno, zoo_aset(zkl_zh, path, data.data, data.len, -1, zkl_stat_done,
+										zkl_ctx(ZKL_EV_PUBLISHED, slotno)));
+	else
+	{
+		if (!zkl_waits_dir_made || zkl_works[slotno].parent_attempts > 0)
+			zkl_check_sent(slotno, zoo_acreate(zkl_zh, slot->dir, NULL, -1, zkl_acl(), ZOO_PERSISTENT,
+											   zkl_void_string_done, zkl_ctx(ZKL_EV_IGNORE, slotno)));
+		zkl_waits_dir_made = true;
+		zkl_check_sent(slotno, zoo_acreate(zkl_zh, path, data.data, data.len, zkl_acl(), ZOO_EPHEMERAL,
+										   zkl_void_string_done, zkl_ctx(ZKL_EV_PUBLISHED, slotno)));
+	}
+	pfree(path);
+	pfree(data.data);
+}
+
+/* The wait node was written: the backend may give it up from now on. */
+static void
+zkl_on_published(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	zkl_work   *work = &zkl_works[slotno];
+
+	/* A node of this name is ours: take it over, or delete it unwanted. */
+	if (ev->rc == ZNODEEXISTS && wanted)
+	{
+		zkl_publish_wait(slotno, slot, true);
+		return;
+	}
+	if ((ev->rc == ZNODEEXISTS || ev->rc == ZOK) && !wanted)
+	{
+		zkl_send_delete(slotno, slot);
+		return;
+	}
+	if (ev->rc == ZNONODE && work->parent_attempts < 3)
+	{
+		work->parent_attempts++;
+		zkl_publish_wait(slotno, slot, false);
+		return;
+	}
+	if (ev->rc != ZOK)
+	{
+		zkl_request_failed(slotno, ev->rc);
+		return;
+	}
+	work->phase = ZKL_PH_PUBLISHED;
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (slot->state == ZKL_SLOT_WAITING)
+		slot->state = ZKL_SLOT_HELD;
+	LWLockRelease(zkl_shared->lock);
+}
+
+static void
+zkl_on_inspected(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	/* One child refused (ZNOAUTH, ...) is no failure of the directory. */
+	bool		child = ev->kind == ZKL_EV_INSPECT_DATA || ev->kind == ZKL_EV_INSPECT_STAT;
+
+	if (ev->kind == ZKL_EV_REVOKE_SET && (ev->rc == ZOK || ev->rc == ZNONODE))
+		zkl_revoke_written(slotno, slot, ev->rc);
+	else if (ev->rc == ZOK || ev->rc == ZNONODE || (child && !zkl_session_trouble(ev->rc)))
+		zkl_inspect_result(slotno, slot, ev, wanted);
+	else
+		zkl_request_failed(slotno, ev->rc);
+}
+
+/* The services' answers, by phase (dispatch.c routes them). */
+const zkl_event_route zkl_inspect_routes[] = {
+	{ZKL_EV_INSPECT_CHILDREN, ZKL_PH_INSPECTING, false, zkl_on_inspected},
+	{ZKL_EV_INSPECT_DATA, ZKL_PH_INSPECTING, false, zkl_on_inspected},
+	{ZKL_EV_INSPECT_STAT, ZKL_PH_INSPECTING, false, zkl_on_inspected},
+	{ZKL_EV_REVOKE_SET, ZKL_PH_INSPECTING, false, zkl_on_inspected},
+	{ZKL_EV_PUBLISHED, ZKL_PH_INSPECTING, false, zkl_on_published},
+	{0, 0, false, NULL}
+};

@@ -1,0 +1,685 @@
+/*-------------------------------------------------------------------------
+ *
+ * lock_recipe.c
+ *		The lock recipe the worker runs for each slot: create a sequential
+ *		ephemeral child, list the directory, watch only the predecessor,
+ *		delete on release.  Runs on the worker's main thread only.
+ *
+ * Every request carries the slot's "opgen" in its callback context; a
+ * result whose opgen no longer matches belongs to abandoned work and is
+ * dropped, so late completions and stale watches cannot disturb a slot that
+ * has moved on or been reused.
+ *
+ * A slot's work is a small state machine (zkl_phase).  Completions answer a
+ * request; watches (PRED_WATCH, OWN_WATCH) report a change.  Any request
+ * that fails with a connection loss is sent again once the session is back
+ * (zkl_redo); an expiry ends every slot's work at once (zkl_session_lost);
+ * other failures fail the slot (zkl_request_failed).  The backend giving the
+ * slot up (wanted = false) turns any phase into DELETING once the request
+ * in flight has answered (zkl_release).
+ *
+ *	phase		event				-> action, next phase
+ *	IDLE		request posted		-> create + listing, CREATING
+ *				(zk_lock_contenders)-> listing, INSPECTING
+ *	CREATING	CREATED ok			-> LISTING
+ *				CREATED ZNONODE		-> create the parents, create again
+ *				CREATED lost		-> RECOVERING (find our node by uuid)
+ *	RECOVERING	RECOVER_CHILDREN	-> found: RECOVER_STAT; else create again
+ *				RECOVER_STAT ok		-> listing, LISTING
+ *	LISTING		CHILDREN			-> zkl_decide(): HELD: grant, HELD;
+ *									   WAIT: watch our node and the node
+ *									   ahead, WATCHING
+ *									   (a try: DELETING, busy);
+ *									   DEADLOCK: DELETING, then fail;
+ *									   ABSENT: IDLE, queued again
+ *	WATCHING	PRED_EXISTS ZNONODE,
+ *				PRED_WATCH deleted	-> nothing else ahead: grant, HELD;
+ *									   else listing, LISTING
+ *				PRED_WATCH changed	-> listing, LISTING
+ *	LISTING, WATCHING, HELD
+ *				OWN_EXISTS ZNONODE,
+ *				OWN_WATCH deleted	-> waiting: IDLE, queued again;
+ *									   holding: the lock is lost
+ *				OWN_EXISTS with the revocation message, waiting
+ *									-> kept, and asked of the hold at the
+ *									   grant
+ *	HELD		heartbeat tick		-> own-node watch, if not set;
+ *									   past zklock.max_hold_time: taken
+ *									   away (delete, DELETING, then lost)
+ *				OWN_EXISTS with the revocation message
+ *									-> as zklock.on_revoke says (cancel:
+ *									   taken away)
+ *				released			-> delete, DELETING
+ *	DELETING	DELETED				-> slot freed (a failure is reported first)
+ *	INSPECTING	INSPECT_CHILDREN, INSPECT_DATA -> reply written, IDLE
+ *				REVOKE_SET			-> answer given, IDLE
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "names/encode.h"
+#include "rules/lock_rule.h"
+#include "worker/lock_recipe.h"
+#include "worker/slot_steps.h"
+
+static bool zkl_downgrade_read(int slotno, zkl_slot *slot, zkl_event *ev);
+static void zkl_check_counter(zkl_slot *slot, zkl_event *ev);
+
+/* The root's components were created (or found) by this worker. */
+static bool zkl_root_made = false;
+
+/*
+ * Create our contender and list the directory back to back: ZooKeeper
+ * answers one session in order, so the listing already has our node and an
+ * uncontended acquire costs one round trip.  Parents are created only after
+ * a ZNONODE, the lock directory as a container that ZooKeeper removes once
+ * it is empty.
+ */
+void
+zkl_send_create(int slotno, zkl_slot *slot, bool with_parents)
+{
+	char	   *prefix;
+
+	if (with_parents)
+	{
+		char	   *path = pstrdup(slot->dir);
+		char	   *sem_dir = NULL;
+
+		/* A semaphore's directory holds its locks/ and leases/: a container. */
+		if (slot->permits > 0)
+		{
+			*strrchr(path, '/') = '\0';
+			sem_dir = pstrdup(path);
+		}
+
+		/*
+		 * The root's components persist; they are shared by every lock. Once
+		 * one lock's parents were made, only a later attempt (the root
+		 * deleted under us) makes them again.
+		 */
+		for (char *p = strchr(path + 1, '/'); p && (!zkl_root_made || zkl_works[slotno].parent_attempts > 1);
+			 p = strchr(p + 1, '/'))
+		{
+			*p = '\0';
+			zkl_check_sent(slotno, zoo_acreate(zkl_zh, path, NULL, -1, zkl_acl(), ZOO_PERSISTENT,
+											   zkl_void_string_done, zkl_ctx(ZKL_EV_IGNORE, slotno)));
+			*p = '/';
+		}
+		zkl_root_made = true;
+		if (sem_dir)
+		{
+			zkl_check_sent(slotno, zoo_acreate(zkl_zh, sem_dir, NULL, -1, zkl_acl(), ZOO_CONTAINER,
+											   zkl_void_string_done, zkl_ctx(ZKL_EV_IGNORE, slotno)));
+			pfree(sem_dir);
+		}
+		zkl_check_sent(slotno, zoo_acreate(zkl_zh, slot->dir, NULL, -1, zkl_acl(), ZOO_CONTAINER,
+										   zkl_void_string_done, zkl_ctx(ZKL_EV_IGNORE, slotno)));
+		pfree(path);
+	}
+
+	/* "_c_<uuid>-" then the marker: Curator's protected-mode names. */
+	prefix = psprintf("%s/" ZKL_PROTECTED_PREFIX "%s-%s", slot->dir, slot->uuid,
+					  zkl_node_layouts[slot->kind].marker + (slot->kind == ZKL_NODE_MUTEX ? 1 : 0));
+	zkl_works[slotno].phase = ZKL_PH_CREATING;
+	/* Refused at once: nothing was created, nothing is to be waited for. */
+	if (zkl_sent_alone(slotno, zoo_acreate2(zkl_zh, prefix, slot->data, strlen(slot->data), zkl_acl(),
+											ZOO_EPHEMERAL_SEQUENTIAL, zkl_string_stat_done,
+											zkl_ctx(ZKL_EV_CREATED, slotno))))
+		zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
+	pfree(prefix);
+}
+
+void
+zkl_send_listing(int slotno, zkl_slot *slot, zkl_event_kind kind)
+{
+	if (kind == ZKL_EV_CHILDREN && zkl_works[slotno].phase != ZKL_PH_CREATING)
+		zkl_works[slotno].phase = ZKL_PH_LISTING;
+	/* With the directory's Stat: its child counter, for zkl_check_counter. */
+	zkl_check_sent(slotno, zoo_aget_children2(zkl_zh, slot->dir, 0, zkl_strings_stat_done,
+											  zkl_ctx(kind, slotno)));
+}
+
+/*
+ * Decide from a listing that contains our node.  An exclusive request waits
+ * for every lower node, a shared one only for lower writers, so a writer
+ * that asked first is served before later readers.  The owner's own hold of
+ * the other mode does not count.  A try gives up; anyone else watches only
+ * the nearest node it waits for.
+ */
+static void
+zkl_evaluate(int slotno, zkl_slot *slot, char **children, int nchildren)
+{
+	zkl_work   *work = &zkl_works[slotno];
+	char		sibling_node[ZKL_MAX_NODE_LEN];
+	const char *ours[1] = {NULL};
+	zkl_decision d;
+	const char *pred;
+	char	   *path;
+
+	if (zkl_sibling_node(slot, sibling_node))
+		ours[0] = sibling_node;
+	d = zkl_decide_with((const char *const *) children, nchildren, slot->node, ours, 1,
+						(const char *const *) work->held_behind, work->nheld_behind);
+	if (d.equal && !work->equal_logged)
+	{
+		work->equal_logged = true;
+		ereport(LOG,
+				(errmsg("zklock: lock directory \"%s\" has contenders with equal sequence numbers", slot->dir),
+				 errdetail("Node \"%s\" shares its number with another contender: neither is granted while both exist.",
+						   slot->node),
+				 errhint("ZooKeeper numbers every child 2147483647 once a directory's child counter reaches its top; the counter starts again only when the directory is emptied and removed.")));
+	}
+
+	switch (d.verdict)
+	{
+		case ZKL_VERDICT_ABSENT:
+
+			/*
+			 * Someone deleted our waiting node: queue again rather than wait
+			 * on nothing.
+			 */
+			zkl_requeue(slotno, slot);
+			return;
+		case ZKL_VERDICT_HELD:
+			zkl_grant(slotno, slot);
+			return;
+		case ZKL_VERDICT_DEADLOCK:
+			if (!slot->try_only)
+			{
+				zkl_fail_slot(slotno, ZKL_RC_DEADLOCK);
+				return;
+			}
+			break;
+		case ZKL_VERDICT_WAIT:
+			break;
+	}
+	if (slot->try_only)
+	{
+		zkl_give_up_busy(slotno, slot);
+		return;
+	}
+	pred = children[d.watch];
+
+	/*
+	 * Our node is watched before the predecessor is: ZooKeeper then tells of
+	 * our node's deletion before the predecessor's, and a waiter whose node
+	 * vanished queues again instead of taking the lock without a node.
+	 */
+	zkl_watch_own_node(slotno, slot);
+
+	zkl_set_behind(slot);
+
+	work->phase = ZKL_PH_WATCHING;
+	work->waited = true;
+	work->handoff = false;
+	work->pred_was_last = (d.blockers == 1);
+	work->numbers_repeat = d.equal || d.at_top;
+	work->pred_owner = 0;
+	strlcpy(work->pred, pred, sizeof(work->pred));
+	path = zkl_child_path(slot, pred);
+	/* getData, not exists: a vanished predecessor leaves no watch behind. */
+	zkl_check_sent(slotno, zoo_awget(zkl_zh, path, zkl_node_watcher,
+									 (void *) zkl_ctx(ZKL_EV_PRED_WATCH, slotno),
+									 zkl_data_done, zkl_ctx(ZKL_EV_PRED_EXISTS, slotno)));
+	pfree(path);
+}
+
+/*
+ * Whether a slot of ours is, or was until its release, an exclusive grant
+ * (zkl_holds_after_predecessor says what follows from that): not a shared
+ * hold, nor one whose backend holds the lock shared too (its own read may
+ * lie below it).  ZooKeeper sends a deletion's watch events before the
+ * delete's answer, so a waiter of ours hears of its predecessor while our
+ * slot still shows the release.
+ */
+static bool
+zkl_is_exclusive_grant(const zkl_slot *holder)
+{
+	return holder->kind != ZKL_NODE_READ && holder->sibling_slotno < 0 &&
+		holder->granted_at != 0 &&
+		(holder->state == ZKL_SLOT_HELD || holder->state == ZKL_SLOT_RELEASING);
+}
+
+/*
+ * The predecessor of an exclusive request went, and it was a peer's write
+ * node of Curator's read-write lock (not zklock's, and of another session,
+ * known from the watch's answer; one gone before that answer is not looked
+ * into): its
+ * holder may
+ * have taken the read lock before it let the write lock go (Curator's
+ * downgrade), a read node behind us that holds although nothing in the
+ * directory says so any more.  The directory is listed again instead of
+ * taking the lock, and the read nodes behind us in that listing are read
+ * (zkl_downgrade_read).  Costs a listing on such a handoff only.
+ */
+static bool
+zkl_downgrade_possible(int slotno, zkl_slot *slot)
+{
+	zkl_work   *work = &zkl_works[slotno];
+
+	if (slot->kind == ZKL_NODE_READ ||
+		work->pred_owner == 0 || work->pred_owner == zkl_shared->session_id ||
+		!zkl_may_downgrade(work->pred))
+		return false;
+	work->downgrade_owner = work->pred_owner;
+	work->downgrade_pzxid = 0;
+	work->downgrade_read = false;
+	return true;
+}
+
+/* A downgrade found behind us, kept for the request's later decisions. */
+static void
+zkl_add_held_behind(zkl_work *work, const char *node)
+{
+	for (int i = 0; i < work->nheld_behind; i++)
+		if (strcmp(work->held_behind[i], node) == 0)
+			return;
+	if (work->held_behind == NULL)
+		work->held_behind = MemoryContextAlloc(TopMemoryContext, sizeof(char *));
+	else
+		work->held_behind = repalloc(work->held_behind, sizeof(char *) * (work->nheld_behind + 1));
+	work->held_behind[work->nheld_behind++] = MemoryContextStrdup(TopMemoryContext, node);
+}
+
+static void
+zkl_send_reader_read(int slotno, zkl_slot *slot)
+{
+	zkl_work   *work = &zkl_works[slotno];
+	char	   *path = zkl_child_path(slot, work->candidates[work->next_candidate]);
+
+	zkl_check_sent(slotno, zoo_aget(zkl_zh, path, 0, zkl_data_done,
+									zkl_ctx(ZKL_EV_READER_DATA, slotno)));
+	pfree(path);
+}
+
+/*
+ * The first listing after a peer's write ahead of us went: keep it, and
+ * read each read node behind us in it, one after the other, before the
+ * decision.  Read nodes created after that listing came after the write
+ * was deleted: no later listing needs this.  Returns whether reads were
+ * sent (the decision then waits for them).
+ */
+static bool
+zkl_downgrade_read(int slotno, zkl_slot *slot, zkl_event *ev)
+{
+	zkl_work   *work = &zkl_works[slotno];
+	MemoryContext old;
+
+	if (work->downgrade_owner == 0 || work->downgrade_read)
+		return false;
+	zkl_downgrade_forget_listing(work);
+	work->downgrade_pzxid = ev->pzxid;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	for (int i = 0; i < ev->nchildren; i++)
+		if (zkl_downgrade_candidate(ev->children[i], slot->node))
+		{
+			if (work->candidates == NULL)
+				work->candidates = palloc(sizeof(char *) * ev->nchildren);
+			work->candidates[work->ncandidates++] = pstrdup(ev->children[i]);
+		}
+	if (work->ncandidates > 0)
+	{
+		work->listing = palloc(sizeof(char *) * ev->nchildren);
+		for (int i = 0; i < ev->nchildren; i++)
+			work->listing[i] = pstrdup(ev->children[i]);
+		work->nlisting = ev->nchildren;
+	}
+	MemoryContextSwitchTo(old);
+	if (work->ncandidates == 0)
+	{
+		work->downgrade_read = true;
+		return false;
+	}
+	zkl_send_reader_read(slotno, slot);
+	return true;
+}
+
+/*
+ * A read node behind us, read: a downgrade of the peer's write (lock_rule.c:
+ * zkl_is_downgrade) holds, and we wait for it.  One gone meanwhile, or one
+ * we may not read (its session unknown), is none.  After the last one, the
+ * decision on the kept listing.
+ */
+static void
+zkl_on_reader_data(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	zkl_work   *work = &zkl_works[slotno];
+	const char *node;
+
+	if (work->candidates == NULL || work->next_candidate >= work->ncandidates)
+		return;					/* a read of a listing given up */
+	node = work->candidates[work->next_candidate];
+	if (ev->rc != ZOK && ev->rc != ZNONODE && ev->rc != ZNOAUTH)
+	{
+		zkl_request_failed(slotno, ev->rc);
+		return;
+	}
+	if (ev->rc == ZOK &&
+		zkl_is_downgrade(ev->owner, ev->czxid, ev->zklock_data,
+						 work->downgrade_owner, work->downgrade_pzxid))
+	{
+		zkl_add_held_behind(work, node);
+		ereport(LOG,
+				(errmsg("zklock: a request in lock directory \"%s\" waits for node \"%s\", read lock of the session that held the write lock ahead of it",
+						slot->dir, node),
+				 errdetail("A peer (Curator) took the read lock before it gave the write lock up: its read holds.")));
+	}
+	if (++work->next_candidate < work->ncandidates)
+	{
+		zkl_send_reader_read(slotno, slot);
+		return;
+	}
+	work->downgrade_read = true;
+	zkl_evaluate(slotno, slot, work->listing, work->nlisting);
+	zkl_downgrade_forget_listing(work);
+}
+
+/*
+ * The predecessor is gone.  If it was the only node we waited for, nothing
+ * is left to wait for: sequence numbers only grow, so no re-read is needed.
+ */
+static void
+zkl_predecessor_gone(int slotno, zkl_slot *slot)
+{
+	bool		pred_held_here = false;
+	zkl_node_entry *entry = NULL;
+
+	if (zkl_downgrade_possible(slotno, slot))
+	{
+		zkl_works[slotno].handoff = true;
+		zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
+		return;
+	}
+
+	/* Was the predecessor this cluster's exclusive grant? */
+	if (!zkl_works[slotno].pred_was_last && !zkl_works[slotno].numbers_repeat &&
+		zkl_node_map != NULL)
+		entry = hash_search(zkl_node_map, zkl_works[slotno].pred, HASH_FIND, NULL);
+	if (entry != NULL && entry->slotno != slotno)
+	{
+		zkl_slot   *other = &zkl_shared->slots[entry->slotno];
+
+		LWLockAcquire(zkl_shared->lock, LW_SHARED);
+		pred_held_here = zkl_is_exclusive_grant(other) &&
+			strcmp(other->node, zkl_works[slotno].pred) == 0 &&
+			strcmp(other->dir, slot->dir) == 0;
+		LWLockRelease(zkl_shared->lock);
+	}
+	zkl_works[slotno].handoff = true;
+	if (zkl_holds_after_predecessor(zkl_works[slotno].pred_was_last, pred_held_here,
+									zkl_works[slotno].numbers_repeat))
+		zkl_grant(slotno, slot);
+	else
+		zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
+}
+
+static void
+zkl_found_node(int slotno, zkl_slot *slot, const char *child, int64 czxid)
+{
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	strlcpy(slot->node, child, sizeof(slot->node));
+	slot->token = czxid;
+	LWLockRelease(zkl_shared->lock);
+	zkl_remember_node(slotno, child);
+}
+
+/* ---- what each event does, by the slot's phase (see the table above) ---- */
+
+static void
+zkl_on_created(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	zkl_work   *work = &zkl_works[slotno];
+
+	if (ev->rc == ZOK)
+	{
+		const char *child = strrchr(ev->path, '/');
+
+		zkl_found_node(slotno, slot, child ? child + 1 : ev->path, ev->czxid);
+		work->phase = ZKL_PH_LISTING;
+		if (!wanted)
+			zkl_send_delete(slotno, slot);
+	}
+	else if (ev->rc == ZNONODE && work->parent_attempts < 3)
+	{
+		work->parent_attempts++;
+		zkl_send_create(slotno, slot, true);
+	}
+	else if (ev->rc == ZCONNECTIONLOSS || ev->rc == ZOPERATIONTIMEOUT)
+	{
+		/* The create may have succeeded: find it by our uuid later. */
+		work->phase = ZKL_PH_RECOVERING;
+		zkl_connection_trouble(slotno, ev->rc);
+	}
+	else
+		zkl_request_failed(slotno, ev->rc);
+}
+
+/*
+ * Warn of a lock directory whose child counter nears its top, where no
+ * request can be granted once two are queued (lock_rule.c): every such
+ * listing counts in zk_status().near_top_listings, and the log says so at
+ * most once an hour, naming the directory.
+ */
+static void
+zkl_check_counter(zkl_slot *slot, zkl_event *ev)
+{
+	static TimestampTz last_warning = 0;
+	TimestampTz now;
+	int64		next = zkl_next_sequence(ev->cversion, ev->num_children);
+
+	if (!zkl_counter_near_top(next))
+		return;
+	zkl_count(near_top_listings);
+	now = GetCurrentTimestamp();
+	if (last_warning != 0 && !TimestampDifferenceExceeds(last_warning, now, 3600 * 1000))
+		return;
+	last_warning = now;
+	ereport(WARNING,
+			(errmsg("zklock: the child counter of lock directory \"%s\" is at %lld of 2147483647",
+					slot->dir, (long long) next),
+			 errdetail("Every create of a lock node counts; at 2147483647 ZooKeeper gives every new node the same number, and queued requests are granted no more."),
+			 errhint("Let the lock be free for a moment, so that its directory empties and is removed: the counter starts again from 0.")));
+}
+
+static void
+zkl_on_children(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	if (ev->rc != ZOK)
+	{
+		zkl_request_failed(slotno, ev->rc);
+		return;
+	}
+	zkl_check_counter(slot, ev);
+	if (zkl_downgrade_read(slotno, slot, ev))
+		return;
+	zkl_evaluate(slotno, slot, ev->children, ev->nchildren);
+}
+
+/* After a create cut off by a connection loss: is our node there? */
+static void
+zkl_on_recover_children(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	char		mark[ZKL_UUID_LEN + 8];
+	const char *found = NULL;
+	char	   *path;
+
+	if (ev->rc != ZOK && ev->rc != ZNONODE)
+	{
+		zkl_request_failed(slotno, ev->rc);
+		return;
+	}
+	snprintf(mark, sizeof(mark), ZKL_PROTECTED_PREFIX "%s-", slot->uuid);
+	for (int i = 0; i < ev->nchildren && !found; i++)
+		if (strncmp(ev->children[i], mark, strlen(mark)) == 0)
+			found = ev->children[i];
+
+	if (!found)
+	{
+		if (!wanted)
+			zkl_free_slot(slotno);
+		else
+			zkl_send_create(slotno, slot, false);
+		return;
+	}
+	path = zkl_child_path(slot, found);
+	zkl_found_node(slotno, slot, found, 0);
+	zkl_check_sent(slotno, zoo_aexists(zkl_zh, path, 0, zkl_stat_done,
+									   zkl_ctx(ZKL_EV_RECOVER_STAT, slotno)));
+	pfree(path);
+}
+
+static void
+zkl_on_recover_stat(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	if (ev->rc == ZOK)
+	{
+		zkl_found_node(slotno, slot, slot->node, ev->czxid);
+		if (!wanted)
+			zkl_send_delete(slotno, slot);
+		else
+		{
+			zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
+			zkl_watch_own_node(slotno, slot);
+		}
+	}
+	else if (ev->rc == ZNONODE)
+		zkl_send_listing(slotno, slot, ZKL_EV_RECOVER_CHILDREN);
+	else
+		zkl_request_failed(slotno, ev->rc);
+}
+
+static void
+zkl_on_pred_exists(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	if (ev->rc == ZNONODE)
+		zkl_predecessor_gone(slotno, slot);
+	else if (ev->rc == ZNOAUTH && ev->kind == ZKL_EV_PRED_EXISTS)
+	{
+		/*
+		 * A predecessor we may not read (its ACL denies READ) is watched all
+		 * the same: exists needs no right on the node, and its watch fires on
+		 * the deletion too.  Its answer comes as PRED_STAT, which fails the
+		 * waiter on any error but ZNONODE.
+		 */
+		char	   *path = zkl_child_path(slot, zkl_works[slotno].pred);
+
+		zkl_check_sent(slotno, zoo_awexists(zkl_zh, path, zkl_node_watcher,
+											(void *) zkl_ctx(ZKL_EV_PRED_WATCH, slotno),
+											zkl_stat_done, zkl_ctx(ZKL_EV_PRED_STAT, slotno)));
+		pfree(path);
+	}
+	else if (ev->rc != ZOK)
+		zkl_request_failed(slotno, ev->rc);
+	else if (!ev->zklock_data)
+		zkl_works[slotno].pred_owner = ev->owner;
+}
+
+static void
+zkl_on_pred_watch(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	if (ev->type == ZOO_DELETED_EVENT)
+		zkl_predecessor_gone(slotno, slot);
+	else
+		zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
+}
+
+static void
+zkl_on_own_exists(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	/* A waiting request keeps the message for its grant (zkl_grant). */
+	if (ev->rc == ZOK && ev->revoke_message && zkl_works[slotno].phase != ZKL_PH_HELD)
+		zkl_works[slotno].revoke_seen = true;
+	else if (ev->rc == ZOK && ev->revoke_message)
+		zkl_revocation_asked(slotno, slot);
+	else if (ev->rc == ZNONODE)
+		zkl_own_node_gone(slotno, slot, wanted);
+	else if (ev->rc != ZOK)
+	{
+		/* The watch was not set: set it again after the reconnection. */
+		zkl_works[slotno].own_watch_gen = 0;
+		zkl_connection_trouble(slotno, ev->rc);
+	}
+}
+
+static void
+zkl_on_own_watch(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	if (ev->type == ZOO_DELETED_EVENT)
+		zkl_own_node_gone(slotno, slot, wanted);
+	else
+	{
+		/* Data changed: a watch fires once, so watch again. */
+		zkl_works[slotno].own_watch_gen = 0;
+		zkl_watch_own_node(slotno, slot);
+	}
+}
+
+static void
+zkl_on_deleted(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	zkl_work   *work = &zkl_works[slotno];
+	int			fail_rc = work->fail_rc;
+	bool		released;
+	bool		taken;
+
+	if (ev->rc != ZOK && ev->rc != ZNONODE)
+	{
+		if (zkl_connection_trouble(slotno, ev->rc))
+			return;
+
+		/*
+		 * Nothing more to try: the ephemeral node lasts until the session
+		 * ends.
+		 */
+		ereport(LOG,
+				(errmsg("zklock could not delete ZooKeeper node \"%s/%s\": %s",
+						slot->dir, slot->node, zerror(ev->rc))));
+	}
+	if (fail_rc != 0)
+	{
+		/* The node of a failed request is gone: now report the failure. */
+		work->fail_rc = 0;
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		slot->node[0] = '\0';
+		slot->lease[0] = '\0';
+		LWLockRelease(zkl_shared->lock);
+		zkl_fail_slot(slotno, fail_rc);
+		return;
+	}
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	released = slot->state == ZKL_SLOT_RELEASING && slot->granted_at != 0;
+	taken = slot->state == ZKL_SLOT_HELD && slot->take_reason != ZKL_TAKE_NONE;
+	LWLockRelease(zkl_shared->lock);
+	if (taken)
+	{
+		/* Taken away (zkl_take_away): the backend learns it lost the lock. */
+		zkl_mark_lost(slotno, slot->take_reason == ZKL_TAKE_REVOKED ?
+					  "it was revoked" : "it was held longer than zklock.max_hold_time");
+		zkl_end_work(work);
+		return;
+	}
+	if (released)
+		zkl_count(released);
+	zkl_free_slot(slotno);
+}
+
+/* The lock recipe's answers, by phase (dispatch.c routes them). */
+const zkl_event_route zkl_lock_routes[] = {
+	{ZKL_EV_CREATED, ZKL_PH_CREATING, false, zkl_on_created},
+	/* In CREATING a listing belongs to a create that failed. */
+	{ZKL_EV_CHILDREN, ZKL_PH_LISTING, false, zkl_on_children},
+	{ZKL_EV_RECOVER_CHILDREN, ZKL_PH_RECOVERING, false, zkl_on_recover_children},
+	{ZKL_EV_RECOVER_STAT, ZKL_PH_RECOVERING, false, zkl_on_recover_stat},
+	{ZKL_EV_PRED_EXISTS, ZKL_PH_WATCHING, false, zkl_on_pred_exists},
+	{ZKL_EV_PRED_STAT, ZKL_PH_WATCHING, false, zkl_on_pred_exists},
+	{ZKL_EV_PRED_WATCH, ZKL_PH_WATCHING, true, zkl_on_pred_watch},
+	{ZKL_EV_READER_DATA, ZKL_PH_LISTING, false, zkl_on_reader_data},
+	{ZKL_EV_OWN_EXISTS, ZKL_PH_OWN_NODE, false, zkl_on_own_exists},
+	{ZKL_EV_OWN_WATCH, ZKL_PH_OWN_NODE, true, zkl_on_own_watch},
+	{ZKL_EV_DELETED, ZKL_PH_DELETING, false, zkl_on_deleted},
+	{0, 0, false, NULL}
+};

@@ -1,0 +1,300 @@
+/*-------------------------------------------------------------------------
+ *
+ * session.c
+ *		The worker's ZooKeeper session, in the worker process: open it
+ *		(resuming the one the session file names), give the credentials,
+ *		close it, follow its state as libzookeeper's watcher reports it,
+ *		and schedule the next connection attempt.  Runs on the worker's
+ *		main thread; worker.c calls it from the loop.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <ctype.h>
+#include <signal.h>
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/fd.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "storage/procsignal.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "pg_compat.h"
+#include "rules/clock.h"
+#include "rules/heartbeat.h"
+#include "worker/dispatch.h"
+#include "worker/session.h"
+#include "worker/session_file.h"
+#include "worker/slot_recovery.h"
+#include "worker/slot_steps.h"
+#include "worker/zk_events.h"
+
+char	   *zkl_current_hosts = NULL;
+
+/* The credentials given to the session in use (zklock.auth when given). */
+static char *zkl_session_auth = NULL;
+
+static int	zkl_backoff_ms = 0;
+
+int64		zkl_next_connect = 0;	/* zkl_now() */
+
+/*
+ * After a crash restart the previous incarnation's session may still hold
+ * nodes of dead backends.  Its id and password survive in a file in the
+ * data directory (session_file.c, which also says why a copy of the data
+ * directory never acts on it); the new worker reattaches to that session
+ * only to close it, so ZooKeeper frees those locks now instead of after the
+ * timeout.
+ */
+bool		zkl_closing_previous = false;
+
+/*
+ * Heartbeats prove the session alive to committing backends.  Every time
+ * of the loop is zkl_now()'s (clock.h), which no step of the wall clock
+ * moves.
+ */
+zkl_beat	zkl_heartbeat_state;
+TimestampTz zkl_heartbeat_sent_wall = 0;	/* for zk_status() */
+
+static const char *
+zkl_state_name(int state)
+{
+	if (state == ZOO_CONNECTED_STATE)
+		return "connected";
+	if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE)
+		return "connecting";
+	if (state == ZOO_EXPIRED_SESSION_STATE)
+		return "expired";
+	if (state == ZOO_AUTH_FAILED_STATE)
+		return "authentication failed";
+	return "unknown";
+}
+
+void
+zkl_close_session(void)
+{
+	if (zkl_zh == NULL)
+		return;
+
+	/*
+	 * Closing runs outstanding completions (ZCLOSING); they are drained
+	 * later.
+	 */
+	zookeeper_close(zkl_zh);
+	zkl_zh = NULL;
+}
+
+static void
+zkl_schedule_reconnect(void)
+{
+	zkl_backoff_ms = zkl_backoff_ms == 0 ? 100 : Min(zkl_backoff_ms * 2, 10000);
+	zkl_next_connect = zkl_after_ms(zkl_now(), zkl_backoff_ms);
+}
+
+/*
+ * Give the session zklock.auth's credentials unless it has them already.
+ * ZooKeeper keeps every credential a session was given, and the library
+ * gives them again on each reconnection; a reload that sets new
+ * credentials adds them to the session in use, before any create that
+ * follows, so the creator-only ACL of new nodes names them.
+ */
+void
+zkl_give_auth(void)
+{
+	if (zkl_auth == NULL || zkl_auth[0] == '\0')
+		return;
+	if (zkl_session_auth && strcmp(zkl_session_auth, zkl_auth) == 0)
+		return;
+	zoo_add_auth(zkl_zh, "digest", zkl_auth, strlen(zkl_auth), NULL, NULL);
+	if (zkl_session_auth)
+		pfree(zkl_session_auth);
+	zkl_session_auth = MemoryContextStrdup(TopMemoryContext, zkl_auth);
+}
+
+/*
+ * Start a session, or reattach to the one recorded in shared memory (a
+ * worker restart leaves shared memory and the session intact).
+ */
+void
+zkl_open_session(void)
+{
+	sigset_t	all,
+				old;
+	clientid_t	cid;
+	bool		reattach;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	reattach = zkl_shared->session_id != 0;
+	cid.client_id = zkl_shared->session_id;
+	memcpy(cid.passwd, zkl_shared->session_passwd, sizeof(cid.passwd));
+	LWLockRelease(zkl_shared->lock);
+
+	/*
+	 * Shared memory is new: a session left by a crashed incarnation is closed
+	 * first.
+	 */
+	if (!reattach && zkl_session_file_load(&cid.client_id, cid.passwd))
+	{
+		zkl_closing_previous = true;
+		reattach = true;
+	}
+
+	/* The library's threads must inherit a mask that keeps our signals out. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	zkl_zh = zookeeper_init2(zkl_hosts, zkl_session_watcher, zkl_session_timeout,
+							 reattach ? &cid : NULL, NULL, 0, zkl_library_log);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+	if (zkl_zh == NULL)
+	{
+		ereport(LOG,
+				(errmsg("zklock could not start a ZooKeeper session: %m"),
+				 errhint("Check zklock.hosts (\"%s\").", zkl_hosts)));
+		zkl_schedule_reconnect();
+		return;
+	}
+	if (zkl_current_hosts)
+		pfree(zkl_current_hosts);
+	zkl_current_hosts = MemoryContextStrdup(TopMemoryContext, zkl_hosts);
+
+	/*
+	 * By default the library resolves zklock.hosts again each time its I/O
+	 * thread wakes, which costs more than a request on loopback; resolve on
+	 * connection loss only.
+	 */
+	zoo_set_servers_resolution_delay(zkl_zh, -1);
+
+	if (zkl_session_auth)
+		pfree(zkl_session_auth);
+	zkl_session_auth = NULL;
+	zkl_give_auth();
+
+	if (zkl_closing_previous)
+		ereport(LOG,
+				(errmsg("zklock reattaching to ZooKeeper session 0x%llx of the previous server incarnation to close it",
+						(unsigned long long) cid.client_id)));
+	else if (reattach)
+		ereport(LOG,
+				(errmsg("zklock reattaching to ZooKeeper session 0x%llx at %s",
+						(unsigned long long) cid.client_id, zkl_hosts)));
+	else
+		ereport(LOG,
+				(errmsg("zklock connecting to ZooKeeper at %s", zkl_hosts)));
+}
+
+static void
+zkl_set_session_state(zkl_session_state state)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (zkl_shared->session_state == ZKL_SESSION_CONNECTED && state != ZKL_SESSION_CONNECTED)
+		zkl_shared->disconnected_since = now;
+	zkl_shared->session_state = state;
+	if (state == ZKL_SESSION_CONNECTED)
+	{
+		const clientid_t *cid = zoo_client_id(zkl_zh);
+		const char *server = zoo_get_current_server(zkl_zh);
+
+		/*
+		 * No proof yet: the event may have waited in the queue while the loop
+		 * was busy, so the handshake is older than now.  A heartbeat goes out
+		 * at once instead; its answer is the proof.  A proof of another
+		 * session proves nothing about this one.
+		 */
+		zkl_beat_connected(&zkl_heartbeat_state, zkl_shared->session_id == cid->client_id);
+		zkl_shared->proof_sent = zkl_heartbeat_state.proof;
+		zkl_shared->session_id = cid->client_id;
+		memcpy(zkl_shared->session_passwd, cid->passwd, sizeof(cid->passwd));
+		zkl_shared->negotiated_timeout = zoo_recv_timeout(zkl_zh);
+		strlcpy(zkl_shared->server, server ? server : "", sizeof(zkl_shared->server));
+		zkl_shared->connected_since = now;
+	}
+	else if (state == ZKL_SESSION_EXPIRED)
+	{
+		zkl_shared->session_id = 0;
+		zkl_beat_session_ended(&zkl_heartbeat_state);
+		zkl_shared->proof_sent = 0;
+		zkl_shared->server[0] = '\0';
+	}
+
+	/*
+	 * Waiting backends re-check their deadlines against the new state; a rare
+	 * event, so a pass over the used slots is fine here.
+	 */
+	for (int i = zkl_shared->used_head; i >= 0; i = zkl_shared->slots[i].next)
+		if (zkl_shared->slots[i].state == ZKL_SLOT_WAITING)
+			zkl_wake_backend(&zkl_shared->slots[i]);
+	LWLockRelease(zkl_shared->lock);
+	ConditionVariableBroadcast(&zkl_shared->contact_cv);
+}
+
+/* The previous incarnation's session is reached or gone: start our own. */
+static void
+zkl_finish_closing_previous(int state)
+{
+	const clientid_t *cid = zoo_client_id(zkl_zh);
+
+	ereport(LOG,
+			(errmsg("zklock %s ZooKeeper session 0x%llx of the previous server incarnation",
+					state == ZOO_CONNECTED_STATE ? "closed" : "found expired",
+					(unsigned long long) cid->client_id)));
+	zkl_close_session();
+	zkl_closing_previous = false;
+	zkl_session_file_remove();
+	zkl_backoff_ms = 0;
+	zkl_next_connect = 0;
+}
+
+void
+zkl_handle_session_event(int state)
+{
+	if (zkl_closing_previous)
+	{
+		if (state == ZOO_CONNECTED_STATE || state == ZOO_EXPIRED_SESSION_STATE ||
+			state == ZOO_AUTH_FAILED_STATE)
+			zkl_finish_closing_previous(state);
+		return;
+	}
+	if (state == ZOO_CONNECTED_STATE)
+	{
+		int64		old_id = zkl_shared->session_id;
+
+		zkl_set_session_state(ZKL_SESSION_CONNECTED);
+		if (zkl_shared->session_id != old_id)
+			zkl_session_file_save(zkl_shared->session_id, zkl_shared->session_passwd);
+		zkl_backoff_ms = 0;
+		ereport(LOG,
+				(errmsg("zklock connected to ZooKeeper server %s, session 0x%llx, timeout %d ms",
+						zkl_shared->server, (unsigned long long) zkl_shared->session_id,
+						zkl_shared->negotiated_timeout)));
+	}
+	else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE)
+	{
+		if (zkl_shared->session_state == ZKL_SESSION_CONNECTED)
+			ereport(LOG,
+					(errmsg("zklock lost its connection to ZooKeeper; session 0x%llx suspended",
+							(unsigned long long) zkl_shared->session_id)));
+		zkl_set_session_state(ZKL_SESSION_SUSPENDED);
+	}
+	else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
+	{
+		ereport(LOG,
+				(errmsg("zklock ZooKeeper session 0x%llx ended: %s",
+						(unsigned long long) zkl_shared->session_id, zkl_state_name(state))));
+		zkl_close_session();
+		zkl_session_file_remove();
+		zkl_set_session_state(ZKL_SESSION_EXPIRED);
+		zkl_session_lost();
+		zkl_schedule_reconnect();
+	}
+}

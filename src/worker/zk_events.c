@@ -1,0 +1,291 @@
+/*-------------------------------------------------------------------------
+ *
+ * zk_events.c
+ *		The ZooKeeper request layer of the worker, in the worker process: the callbacks that
+ *		libzookeeper_mt runs on its own threads, and the queue through which
+ *		their results reach the worker's main thread.
+ *
+ * The callbacks never touch PostgreSQL (no palloc, no elog, no LWLock):
+ * they copy what they need with malloc into a zkl_event, append it to a
+ * mutex-protected list and write to an eventfd that sits in the main
+ * thread's WaitEventSet.  The main thread takes the whole list at once
+ * (zkl_events_take).  A request's callback context packs the slot, the
+ * event kind and the slot's opgen into one pointer-sized value.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "worker/zk_events.h"
+
+/* The session's handle: worker.c opens it, the recipes send on it. */
+zhandle_t  *zkl_zh = NULL;
+
+/* Results filled in by libzookeeper's threads, taken by the main thread. */
+static pthread_mutex_t zkl_events_mutex = PTHREAD_MUTEX_INITIALIZER;
+static zkl_event *zkl_events_head = NULL;
+static zkl_event *zkl_events_tail = NULL;
+static int	zkl_event_fd = -1;
+
+/* ---- libzookeeper threads: malloc, the mutex and write(2) only ---- */
+
+
+static void
+zkl_post(zkl_event *ev)
+{
+	uint64		one = 1;
+	ssize_t		rc pg_attribute_unused();
+
+	pthread_mutex_lock(&zkl_events_mutex);
+	if (zkl_events_tail)
+		zkl_events_tail->next = ev;
+	else
+		zkl_events_head = ev;
+	zkl_events_tail = ev;
+	pthread_mutex_unlock(&zkl_events_mutex);
+	rc = write(zkl_event_fd, &one, sizeof(one));
+}
+
+static zkl_event *
+zkl_new_event(const void *data, int rc)
+{
+	uintptr_t	ctx = (uintptr_t) data;
+	zkl_event  *ev = calloc(1, sizeof(zkl_event));
+
+	if (ev == NULL)
+		abort();				/* nothing sane is possible on this thread */
+	ev->slotno = (int) (ctx & 0xFFFFFF);
+	ev->kind = (zkl_event_kind) ((ctx >> 24) & 0xFF);
+	ev->opgen = (uint32) (ctx >> 32);
+	ev->rc = rc;
+	return ev;
+}
+
+static char *
+zkl_strdup(const char *s)
+{
+	char	   *copy = s ? strdup(s) : NULL;
+
+	if (s && copy == NULL)
+		abort();
+	return copy;
+}
+
+void
+zkl_string_stat_done(int rc, const char *value, const struct Stat *stat, const void *data)
+{
+	zkl_event  *ev = zkl_new_event(data, rc);
+
+	if (rc == ZOK)
+	{
+		ev->path = zkl_strdup(value);
+		ev->czxid = stat ? stat->czxid : 0;
+	}
+	zkl_post(ev);
+}
+
+static void
+zkl_strings_done_cversion(int rc, const struct String_vector *strings, const struct Stat *stat,
+						  const void *data)
+{
+	zkl_event  *ev = zkl_new_event(data, rc);
+
+	if (rc == ZOK && stat)
+	{
+		ev->cversion = stat->cversion;
+		ev->num_children = stat->numChildren;
+		ev->pzxid = stat->pzxid;
+	}
+
+	if (rc == ZOK && strings && strings->count > 0)
+	{
+		ev->children = malloc(sizeof(char *) * strings->count);
+		if (ev->children == NULL)
+			abort();
+		for (int i = 0; i < strings->count; i++)
+			ev->children[i] = zkl_strdup(strings->data[i]);
+		ev->nchildren = strings->count;
+	}
+	zkl_post(ev);
+}
+
+void
+zkl_strings_done(int rc, const struct String_vector *strings, const void *data)
+{
+	zkl_strings_done_cversion(rc, strings, NULL, data);
+}
+
+/* A listing with the directory's Stat: its child counter and children too. */
+void
+zkl_strings_stat_done(int rc, const struct String_vector *strings,
+					  const struct Stat *stat, const void *data)
+{
+	zkl_strings_done_cversion(rc, strings, stat, data);
+}
+
+void
+zkl_stat_done(int rc, const struct Stat *stat, const void *data)
+{
+	zkl_event  *ev = zkl_new_event(data, rc);
+
+	if (rc == ZOK && stat)
+	{
+		ev->czxid = stat->czxid;
+		ev->owner = stat->ephemeralOwner;
+		ev->ctime = stat->ctime;
+	}
+	zkl_post(ev);
+}
+
+void
+zkl_void_done(int rc, const void *data)
+{
+	zkl_post(zkl_new_event(data, rc));
+}
+
+void
+zkl_void_string_done(int rc, const char *value, const void *data)
+{
+	zkl_post(zkl_new_event(data, rc));
+}
+
+/* Where needle is in the len bytes at hay (which need not end in '\0'). */
+static const char *
+zkl_memmem(const char *hay, int len, const char *needle)
+{
+	size_t		n = strlen(needle);
+
+	for (int i = 0; i + (int) n <= len; i++)
+		if (memcmp(hay + i, needle, n) == 0)
+			return hay + i;
+	return NULL;
+}
+
+void
+zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat, const void *data)
+{
+	zkl_event  *ev = zkl_new_event(data, rc);
+
+	if (rc == ZOK && stat)
+	{
+		ev->czxid = stat->czxid;
+		ev->owner = stat->ephemeralOwner;
+		ev->ctime = stat->ctime;
+	}
+	/* A holder's own node: does it carry Curator's revocation message? */
+	if (rc == ZOK && ev->kind == ZKL_EV_OWN_EXISTS)
+		ev->revoke_message = value != NULL && value_len == strlen(ZKL_REVOKE_MESSAGE) &&
+			memcmp(value, ZKL_REVOKE_MESSAGE, value_len) == 0;
+
+	/*
+	 * A predecessor, or a read node behind a waiter: is it zklock's (the JSON
+	 * description, with the system identifier), or a peer's?
+	 */
+	if (rc == ZOK && (ev->kind == ZKL_EV_READER_DATA || ev->kind == ZKL_EV_PRED_EXISTS))
+		ev->zklock_data = value != NULL && value_len > 0 && value[0] == '{' &&
+			zkl_memmem(value, value_len, "\"system_identifier\"") != NULL;
+	/* Only zk_lock_contenders reads data; watches on predecessors ignore it. */
+	if (rc == ZOK && value && value_len > 0 && ev->kind == ZKL_EV_INSPECT_DATA)
+	{
+		ev->data = malloc(value_len);
+		if (ev->data == NULL)
+			abort();
+		memcpy(ev->data, value, value_len);
+		ev->data_len = value_len;
+	}
+	zkl_post(ev);
+}
+
+void
+zkl_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+	zkl_event  *ev = zkl_new_event(ctx, ZOK);
+
+	ev->type = type;
+	ev->state = state;
+	zkl_post(ev);
+}
+
+void
+zkl_session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+	zkl_event  *ev;
+
+	if (type != ZOO_SESSION_EVENT)
+		return;
+	ev = zkl_new_event((const void *) (uintptr_t) ZKL_EV_SESSION, ZOK);
+	ev->kind = ZKL_EV_SESSION;
+	ev->state = state;
+	zkl_post(ev);
+}
+
+/* The library's log lines; it calls this from any of its threads. */
+void
+zkl_library_log(const char *message)
+{
+	zkl_event  *ev = calloc(1, sizeof(zkl_event));
+
+	if (ev == NULL)
+		return;					/* a log line is not worth an abort */
+	ev->kind = ZKL_EV_LOG;
+	ev->path = strdup(message);
+	if (ev->path == NULL)
+	{
+		free(ev);
+		return;
+	}
+	zkl_post(ev);
+}
+
+void
+zkl_event_free(zkl_event *ev)
+{
+	for (int i = 0; i < ev->nchildren; i++)
+		free(ev->children[i]);
+	free(ev->children);
+	free(ev->data);
+	free(ev->path);
+	free(ev);
+}
+
+/* ---- main thread ---- */
+
+/* The descriptor that becomes readable when events are queued. */
+int
+zkl_events_init(void)
+{
+	zkl_event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (zkl_event_fd < 0)
+		elog(ERROR, "could not create eventfd: %m");
+	return zkl_event_fd;
+}
+
+/* Every event queued so far, oldest first; the caller frees each. */
+zkl_event  *
+zkl_events_take(void)
+{
+	zkl_event  *ev;
+	uint64		counter;
+
+	if (read(zkl_event_fd, &counter, sizeof(counter)) < 0 && errno != EAGAIN)
+		elog(ERROR, "could not read zklock event descriptor: %m");
+
+	pthread_mutex_lock(&zkl_events_mutex);
+	ev = zkl_events_head;
+	zkl_events_head = zkl_events_tail = NULL;
+	pthread_mutex_unlock(&zkl_events_mutex);
+	return ev;
+}
+
+/* The callback context of a request of slot slotno, in work opgen. */
+const void *
+zkl_request_ctx(zkl_event_kind kind, int slotno, uint32 opgen)
+{
+	uint64		ctx = ((uint64) opgen << 32) | ((uint64) kind << 24) | (uint64) slotno;
+
+	return (const void *) (uintptr_t) ctx;
+}

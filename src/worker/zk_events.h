@@ -1,0 +1,98 @@
+/*-------------------------------------------------------------------------
+ *
+ * zk_events.h
+ *		What ZooKeeper answers the worker, as events (zk_events.c): the
+ *		callbacks libzookeeper runs on its threads, the queue that brings
+ *		their results to the worker's main thread, and the session handle.
+ *		The lowest layer of the worker: it calls nothing of the others.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZKLOCK_ZK_EVENTS_H
+#define ZKLOCK_ZK_EVENTS_H
+
+#include <zookeeper/zookeeper.h>
+
+#include "shared/shmem.h"
+
+/* What a completion or watch reports; packed into the callback context. */
+typedef enum zkl_event_kind
+{
+	ZKL_EV_SESSION = 0,			/* global watcher: session state change */
+	ZKL_EV_IGNORE,				/* result nobody needs (parent creates) */
+	ZKL_EV_CREATED,				/* our contender node */
+	ZKL_EV_CHILDREN,			/* listing of the lock directory */
+	ZKL_EV_RECOVER_CHILDREN,	/* listing to find a node after connection
+								 * loss */
+	ZKL_EV_RECOVER_STAT,		/* czxid of a node found that way */
+	ZKL_EV_PRED_EXISTS,			/* watch set on the predecessor */
+	ZKL_EV_PRED_STAT,			/* ... with exists: one we may not read */
+	ZKL_EV_PRED_WATCH,			/* the predecessor changed or vanished */
+	ZKL_EV_DELETED,				/* our node is gone */
+	ZKL_EV_OWN_EXISTS,			/* watch set on our own node (a completion) */
+	ZKL_EV_OWN_WATCH,			/* our node changed or vanished (a watch) */
+	ZKL_EV_HEARTBEAT,			/* proof that the session is alive */
+	ZKL_EV_INSPECT_CHILDREN,	/* zk_lock_contenders: the directory */
+	ZKL_EV_INSPECT_DATA,		/* ... and each child's data, in order */
+	ZKL_EV_INSPECT_STAT,		/* ... or the stat of a child we may not read */
+	ZKL_EV_REVOKE_SET,			/* zk_lock_revoke: the holder's node written */
+	ZKL_EV_LEASE_CREATED,		/* a semaphore's lease (semaphore.c) */
+	ZKL_EV_LEASES,				/* listing of a semaphore's leases/ */
+	ZKL_EV_LEASES_WATCH,		/* leases/ changed */
+	ZKL_EV_LEASE_STAT,			/* czxid of our lease */
+	ZKL_EV_UNLOCKED,			/* the semaphore's mutex given up */
+	ZKL_EV_PUBLISHED,			/* a backend's wait published (deadlock.c) */
+	ZKL_EV_READER_DATA,			/* a read node behind a waiter, after a peer's
+								 * write ahead of it went */
+	ZKL_EV_LOG					/* a line the library logged (in path) */
+} zkl_event_kind;
+
+/*
+ * Filled with malloc on a libzookeeper thread, consumed on the main thread.
+ * Nothing of PostgreSQL is touched until then.
+ */
+typedef struct zkl_event
+{
+	struct zkl_event *next;
+	zkl_event_kind kind;
+	int			slotno;
+	uint32		opgen;
+	int			rc;
+	int			type;			/* watch events */
+	int			state;			/* session events */
+	int64		czxid;
+	int64		owner;			/* getData: the node's ephemeralOwner */
+	int64		ctime;			/* getData: when the node was created (ms) */
+	char	   *path;
+	int			nchildren;
+	char	  **children;
+	int32		cversion;		/* getChildren2: the directory's cversion */
+	int32		num_children;	/* getChildren2: and its numChildren */
+	int64		pzxid;			/* getChildren2: and its pzxid */
+	bool		zklock_data;	/* READER_DATA, PRED_EXISTS: the data is
+								 * zklock's */
+	bool		revoke_message; /* OWN_EXISTS: the data asks us to give up */
+	char	   *data;			/* node data (getData), data_len bytes */
+	int			data_len;
+} zkl_event;
+
+extern void zkl_string_stat_done(int rc, const char *value, const struct Stat *stat, const void *data);
+extern void zkl_strings_done(int rc, const struct String_vector *strings, const void *data);
+extern void zkl_strings_stat_done(int rc, const struct String_vector *strings,
+								  const struct Stat *stat, const void *data);
+extern void zkl_stat_done(int rc, const struct Stat *stat, const void *data);
+extern void zkl_void_done(int rc, const void *data);
+extern void zkl_void_string_done(int rc, const char *value, const void *data);
+extern void zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat, const void *data);
+extern void zkl_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
+extern void zkl_session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
+extern void zkl_library_log(const char *message);
+extern int	zkl_events_init(void);
+extern zkl_event *zkl_events_take(void);
+extern void zkl_event_free(zkl_event *ev);
+extern const void *zkl_request_ctx(zkl_event_kind kind, int slotno, uint32 opgen);
+
+/* The session's handle (worker.c opens and closes it). */
+extern zhandle_t *zkl_zh;
+
+#endif							/* ZKLOCK_ZK_EVENTS_H */
