@@ -74,11 +74,13 @@ my $COUNT_FLOOR = 0.5;
 my $zk = zk_start(3);
 my @relay_ports = map { PostgreSQL::Test::Cluster::get_free_port() } 1 .. 3;
 my $relay_dir = PostgreSQL::Test::Utils::tempdir('relay');
+# Stopped at exit as the foreign holders are (a ZklockTest::Holder is no
+# more than the process).
 my $relay = bless {
 	run => IPC::Run::start(
 		[ 'perl', "$tools_dir/zkrelay.pl", map { "$relay_ports[$_]:$zk->{ports}[$_]" } 0 .. 2 ],
 		'<', \undef, '>>', "$relay_dir/out", '2>>', "$relay_dir/out")
-}, 'ZklockSoak::Relay';
+}, 'ZklockTest::Holder';
 push @holders, $relay;
 
 my $conf = checker_conf()
@@ -542,13 +544,3 @@ my %lost = map { $_->name => zk_status_of($_)->{lost} } @nodes;
 diag('soak: locks lost (zk_status): ' . join(', ', map { "$_ $lost{$_}" } sort keys %lost));
 done_testing();
 
-package ZklockSoak::Relay;
-
-sub crash
-{
-	my ($self) = @_;
-	return if $self->{done}++;
-	eval { $self->{run}->kill_kill(grace => 5); 1 };
-	eval { $self->{run}->finish; 1 };
-	return;
-}
