@@ -40,9 +40,15 @@
 #     zklock.stats_max) at its minimum, takes a lock, and with each at its
 #     maximum (zklock.max_locks 1,000,000 asks for 2.4 GB of shared memory:
 #     postgres -C shared_memory_size shows it, and the server is started
-#     with it only where that much memory is free), takes a lock; a value
-#     out of range in postgresql.conf is refused with a clear line and the
-#     server still starts, with the default.
+#     with it only where that and 1 GB more are free), takes a lock; a
+#     value out of range in postgresql.conf is refused with a clear line and
+#     the server still starts, with the default.  The string and enum
+#     settings: zklock.root of 255 bytes and "/" are accepted (and a server
+#     with each takes a lock whose node is under it), one of 256 bytes, a
+#     relative one, one with a trailing slash and an empty one are refused;
+#     zklock.hosts ports 1 and 65535 are accepted, 0, 65536 and an empty
+#     list refused; zklock.auth without its colon, and enum values that are
+#     none of the choices, are refused (22023).
 use strict;
 use warnings FATAL => 'all';
 
@@ -298,6 +304,23 @@ for my $g (sort keys %bounds)
 	$a->safe_psql('postgres', "ALTER SYSTEM RESET $g");
 }
 
+# The string settings' bounds: zklock.root of 255 bytes, not 256, and "/";
+# zklock.hosts ports 1 to 65535; zklock.auth needs its colon.
+my $root255 = '/' . ('r' x 254);
+for my $ok ("zklock.root = '$root255'", "zklock.root = '/'", "zklock.hosts = '127.0.0.1:65535,127.0.0.1:1'",
+	"zklock.auth = 'u:'")
+{
+	is(sql_sqlstate($a, "ALTER SYSTEM SET $ok"), 'ok', '(3) ALTER SYSTEM SET ' . substr($ok, 0, 60) . ' is accepted');
+}
+for my $bad ("zklock.root = '${root255}r'", "zklock.root = 'r'", "zklock.root = '/r/'", "zklock.root = ''",
+	"zklock.hosts = '127.0.0.1:65536'", "zklock.hosts = '127.0.0.1:0'", "zklock.hosts = ''",
+	"zklock.auth = 'nocolon'", "zklock.on_lock_lost = 'sometimes'", "zklock.on_revoke = 'maybe'",
+	"zklock.exclusive_layout = 'other'")
+{
+	is(sql_sqlstate($a, "ALTER SYSTEM SET $bad"), '22023', '(3) ALTER SYSTEM SET ' . substr($bad, 0, 60) . ' is refused (22023)');
+}
+$a->safe_psql('postgres', 'ALTER SYSTEM RESET ALL');
+
 # What a session may SET, at each bound, then a lock.
 for my $g (qw(zklock.connect_timeout zklock.max_hold_time zklock.max_locks_per_backend
 	zklock.max_locks_per_role zklock.max_hold_time_limit))
@@ -351,6 +374,22 @@ SKIP:
 	is($a->safe_psql('postgres', "SELECT current_setting('zklock.session_timeout'), current_setting('zklock.max_locks'),"
 		  . " current_setting('zklock.stats_max')"),
 		'10min|1000000|1000000', '(3) maximums: in force');
+	$a->stop;
+}
+
+# The longest root, and the root "/": locks work, their nodes where they belong.
+for my $root ($root255, '/')
+{
+	$a->append_conf('postgresql.conf',
+		"zklock.session_timeout = 10000\nzklock.max_locks = 1024\nzklock.stats_max = 1000\nzklock.root = '$root'\n");
+	$a->start;
+	my $what = '(3) zklock.root = ' . (length($root) > 1 ? '255 bytes' : "'/'");
+	ok(wait_until(sub { connected($a) }, 60, "$what: connected"), "$what: the server starts and connects");
+	my $s = bg_session($a);
+	$s->query_safe("SELECT zk_lock_acquire('sf_root')");
+	my $dir = $root eq '/' ? '/sf_root' : "$root/sf_root";
+	is(zk_nchildren($zk, $dir), 1, "$what: the lock's node is under $dir" =~ s/r{20,}/r.../r);
+	$s->quit;
 	$a->stop;
 }
 
