@@ -455,6 +455,7 @@ for my $name (sort keys %series)
 		  . ' growth %+.1f (tolerance %.1f), max %s',
 		$name, scalar(@v), $v[0], $m2, $m3, $growth, $tol, (sort { $b <=> $a } @v)[0]);
 	push @growth_lines, $line;
+	note("soak: $name samples: " . join(' ', map { sprintf('%.0f:%s', @$_) } @{ $series{$name} }));
 	ok($growth <= $tol, "no growth after warm-up: $line");
 }
 
