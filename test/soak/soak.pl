@@ -504,7 +504,8 @@ check_invariants($res, orphan_wait => 60);
 # Every slot back, no contender left in ZooKeeper.
 for my $n (@nodes)
 {
-	wait_until(sub { zk_status_of($n)->{slots_used} == 0 }, 60, $n->name . ': every slot back');
+	ok(wait_until(sub { zk_status_of($n)->{slots_used} == 0 }, 60, $n->name . ': every slot back'),
+		$n->name . ': every shared slot is back after the run (slots_used 0)');
 }
 # Contenders and leases are ephemeral nodes: none is left once every hold
 # ended (lock and semaphore directories are container nodes, which
