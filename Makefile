@@ -75,6 +75,14 @@ fuzz:
 	$(MAKE) -C $(srcdir)/test/fuzz PG_CONFIG=$(PG_CONFIG) run
 .PHONY: fuzz
 
+# The soak (test/soak): two clusters and a three-server ensemble under every
+# kind of lock, with faults on a schedule, for SOAK_SECONDS seconds (default
+# 1800); it prints the growth of memory, slots and nodes after warm-up and
+# the overlaps, both 0.  See test/README.md.
+soak:
+	PG_CONFIG=$(PG_CONFIG) bash $(srcdir)/test/soak/run.sh
+.PHONY: soak
+
 # PostgreSQL's own habits: `make indent` formats the C sources as pgindent
 # formats PostgreSQL's (pg_bsd_indent with pgindent's options and
 # src/typedefs.list, which `make typedefs` renews from the debug information

@@ -7,6 +7,8 @@
 # Unit tests of the pure code (test/unit) run after the build, before any server.
 # The last stage builds the Debian package, installs it into the system and
 # runs the pg_regress suite against it (test/package.sh).
+# With the whole suite (no ZKLOCK_TAP) on 15, a two-minute soak
+# (test/soak) runs after the TAP tests.
 # The last line printed is "N passed, N failed"; the exit status is non-zero
 # if anything failed.  ZKLOCK_KEEP_WORK=1 keeps the work directory even on
 # success (it is always kept on failure, for the logs).  ZKLOCK_TAP=PATTERN
@@ -380,6 +382,41 @@ else
 	echo "no TAP test in test/t matches ${ZKLOCK_TAP:-*}" >&2
 	stage_failed "prove (no test matched)"
 	FAILED=$((FAILED + 1))
+fi
+
+# The soak (test/soak/soak.pl; `make soak` runs it for 30 minutes): two
+# clusters and a three-server ensemble under every kind of lock and scope,
+# with faults on a schedule, for ZKLOCK_SOAK_SECONDS (default 120); memory,
+# slots and nodes must not grow after warm-up, and no two holds overlap.
+# Through prove, so that its assertions count in the tally.  It runs with
+# the whole suite (no ZKLOCK_TAP selection, as under CI) or with
+# ZKLOCK_SOAK=1, and on 15 only: it drives the same C code on every major,
+# what differs between majors is covered by the TAP tests on each, and its
+# two and a half minutes stay out of 18's run (the suite takes ~25 minutes
+# on the two).
+say "soak"
+if [ "$PG_MAJOR" != 15 ]; then
+	echo "the soak runs on PostgreSQL 15 only"
+elif [ -n "${ZKLOCK_TAP:-}" ] && [ "${ZKLOCK_SOAK:-0}" != 1 ]; then
+	echo "ZKLOCK_TAP selects TAP tests: the soak is left out (ZKLOCK_SOAK=1 runs it)"
+else
+	rc=0
+	run_logged "$WORK/soak.log" env -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE \
+		PATH="$PATH" PERL5LIB="$PERL_TEST_LIB:$TREE/test/lib" \
+		PG_REGRESS="$PG_REGRESS" TESTDIR="$TREE" PG_CONFIG="$PG_CONFIG" \
+		SOAK_SECONDS="${ZKLOCK_SOAK_SECONDS:-120}" \
+		prove -v --timer --formatter TAP::Formatter::File test/soak/soak.pl || rc=$?
+	add_counts "$(count_prove "$WORK/soak.log" "$rc")" soak
+	if [ "$rc" -ne 0 ]; then
+		stage_failed soak
+		logdir=$TREE/tmp_check/log
+		[ -d "$logdir" ] || logdir=$TREE/log
+		for f in "$logdir"/soak_*.log; do
+			[ -f "$f" ] || continue
+			say "tail of ${f#"$TREE"/}"
+			tail -n 40 "$f"
+		done
+	fi
 fi
 
 # Every shape of the benchmark and its chart, at a tiny size, so that none

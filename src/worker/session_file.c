@@ -42,6 +42,16 @@
 #define ZKL_SESSION_FILE	"zklock.session"
 #define ZKL_BOOT_ID_FILE	"/proc/sys/kernel/random/boot_id"
 
+/*
+ * Whether this worker process has dealt with the file: removed it, or tried
+ * to.  From then on the file is no longer read.  In a data directory where
+ * it cannot be removed (read-only), it would otherwise be read again at
+ * every session the worker opens, and the session it names, closed already,
+ * reattached to and found expired, again and again: the worker would never
+ * open a session of its own.
+ */
+static bool zkl_session_file_done = false;
+
 /* This server's marks; the working directory is the data directory. */
 static void
 zkl_this_incarnation(zkl_incarnation *here)
@@ -103,19 +113,31 @@ zkl_session_file_save(int64 session_id, const char *passwd)
 bool
 zkl_session_file_load(int64 *session_id, char *passwd)
 {
-	FILE	   *f = AllocateFile(ZKL_SESSION_FILE, PG_BINARY_R);
+	FILE	   *f;
 	char		bytes[sizeof(zkl_session_record) + 1];
 	size_t		len;
 	zkl_incarnation here;
 	const char *why;
 
+	if (zkl_session_file_done)
+		return false;
+	f = AllocateFile(ZKL_SESSION_FILE, PG_BINARY_R);
 	if (f == NULL)
 	{
 		if (errno != ENOENT)
+		{
 			ereport(LOG,
 					(errcode_for_file_access(),
 					 errmsg("could not open file \"%s\": %m", ZKL_SESSION_FILE),
 					 errdetail("This server opens a ZooKeeper session of its own.")));
+
+			/*
+			 * Not trusted, and in the way: durable_rename opens the file it
+			 * replaces, so an unreadable one would keep every later record
+			 * out.
+			 */
+			zkl_session_file_remove();
+		}
 		return false;
 	}
 	/* One byte more than a record: a longer file is no record either. */
@@ -138,6 +160,7 @@ zkl_session_file_load(int64 *session_id, char *passwd)
 void
 zkl_session_file_remove(void)
 {
+	zkl_session_file_done = true;
 	if (unlink(ZKL_SESSION_FILE) != 0 && errno != ENOENT)
 		ereport(LOG,
 				(errcode_for_file_access(),
