@@ -154,7 +154,7 @@ zkl_json_string_utf8(const char *tok, int len)
 				break;
 			case 'u':
 				if (i + 4 >= len - 1 || (code = zkl_hex4(tok + i + 1)) <= 0)
-					return NULL;
+					goto broken;
 				i += 4;
 				if (code >= 0xD800 && code <= 0xDBFF)
 				{
@@ -162,12 +162,12 @@ zkl_json_string_utf8(const char *tok, int len)
 					zkl_hex4(tok + i + 3) : -1;
 
 					if (low < 0xDC00 || low > 0xDFFF)
-						return NULL;
+						goto broken;
 					code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
 					i += 6;
 				}
 				else if (code >= 0xDC00 && code <= 0xDFFF)
-					return NULL;
+					goto broken;
 				unicode_to_utf8((pg_wchar) code, utf8);
 
 				/*
@@ -183,6 +183,11 @@ zkl_json_string_utf8(const char *tok, int len)
 		}
 	}
 	return buf.data;
+
+broken:
+	/* Nothing kept: a megabyte of broken keys would keep a kilobyte each. */
+	pfree(buf.data);
+	return NULL;
 }
 
 /*
