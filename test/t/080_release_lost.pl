@@ -12,6 +12,9 @@
 #      must raise ZK002 and the row must not be committed.
 #  (2) The same with zk_lock_release_all(): the loss it gives back dooms
 #      the COMMIT.
+#  (3) PREPARE TRANSACTION after a ZK002 caught by a savepoint fails too
+#      (doc/reference.md: "its COMMIT and PREPARE fail"): nothing is
+#      prepared.  This part passes on main; no other test took that path.
 # On the code before this test, zk_lock_release answered true, the loss
 # was forgotten with the lock, and COMMIT committed work done after the
 # lock had passed to another holder.
@@ -25,7 +28,7 @@ use Test::More;
 use PostgreSQL::Test::Utils;
 
 my $zk = zk_start(1);
-my $a = zklock_node('a', $zk, session_timeout => '4s', conf => ["zklock.on_lock_lost = 'error'"]);
+my $a = zklock_node('a', $zk, session_timeout => '4s', conf => ["zklock.on_lock_lost = 'error'", 'max_prepared_transactions = 2']);
 $a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
 
 my $p = bg_session($a);
@@ -68,6 +71,20 @@ is(committed($a, 'release-all-lost'), '0', '(2) the row written while R was lost
   or diag("COMMIT: $state $err");
 is(bg_sqlstate($p, "BEGIN; INSERT INTO work VALUES ('after'); COMMIT"), 'ok',
 	'(2) the next transaction commits');
+
+# ---------------------------------------------------------------------
+# (3) PREPARE after a caught loss.
+# ---------------------------------------------------------------------
+is(bg_result($p, "SELECT zk_lock_acquire('Q', '10s') > 0"), 't', '(3) P holds Q in session scope');
+$p->query_safe("BEGIN; INSERT INTO work VALUES ('prepare-lost')");
+lose('Q', '(3)');
+$p->query_safe('SAVEPOINT s');
+is(bg_sqlstate($p, "SELECT zk_lock_try('Q')"), 'ZK002', '(3) a try of Q inside the savepoint reports the loss');
+$p->query_safe('ROLLBACK TO s');
+($state, $err) = bg_sqlstate($p, "PREPARE TRANSACTION 'after_loss'");
+is($state, 'ZK002', '(3) PREPARE TRANSACTION fails with ZK002') or diag($err);
+is($a->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'), '0', '(3) nothing is prepared');
+is(committed($a, 'prepare-lost'), '0', '(3) the row is not committed');
 
 $p->quit;
 done_testing();
