@@ -1,0 +1,69 @@
+# A stale writer never keeps the fence row (issue 27, point 3), also when
+# it is the second connection of a holder: doc/fencing.md's "Fence first"
+# describes "two connections of one program, with the same token", the
+# second of which holds no lock and fences with the holder's token, which
+# ZooKeeper confirms.
+#  H holds lock docs and writes row 1 with its token.  C, a second
+#  connection of the same role without a lock, opens a transaction,
+#  updates row 1 with H's token (the table's fence takes it: it equals
+#  the accepted one) and stays idle in the transaction.  H's node is
+#  deleted, as an expiry would, and a new holder N takes the lock.  N's
+#  zk_fence_table and its fenced update of another row (2, which C did
+#  not lock) must answer; statement_timeout 5 s turns a wait into 57014.
+# On main C keeps the fence row: it has no hold of its own for the worker
+# to watch, so nobody ends it, and N waits for as long as C's client stays
+# away.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
+use ZklockTest;
+use Test::More;
+use PostgreSQL::Test::Utils;
+
+my $zk = zk_start(1);
+my $a = zklock_node('a', $zk);
+$a->safe_psql('postgres', q{
+CREATE ROLE app LOGIN;
+GRANT EXECUTE ON FUNCTION zk_lock_acquire(text, interval), zk_lock_release(text),
+	zk_fence(text, bigint), zk_fence_table(regclass, text, bigint) TO app;
+CREATE TABLE docs (id int PRIMARY KEY, body text, token bigint);
+CREATE TRIGGER docs_fence BEFORE INSERT OR UPDATE ON docs
+	FOR EACH ROW EXECUTE FUNCTION zk_fence_trigger('docs', 'token');
+GRANT SELECT, INSERT, UPDATE, DELETE ON docs TO app;
+});
+
+sub app_session
+{
+	my $s = bg_session($a, extra_params => [ '-U', 'app' ]);
+	$s->query_safe('\set VERBOSITY verbose');
+	return $s;
+}
+
+my $h = app_session();
+my $h_pid = $h->query_safe('SELECT pg_backend_pid()');
+my $th = $h->query_safe("SELECT zk_lock_acquire('docs')");
+is(bg_sqlstate($h, "INSERT INTO docs VALUES (1, 'h', $th), (2, 'h', $th)"), 'ok', 'H writes rows 1 and 2 with its token');
+
+my $c = app_session();
+$c->query_safe('BEGIN');
+is(bg_sqlstate($c, "UPDATE docs SET body = 'c', token = $th WHERE id = 1"), 'ok',
+	"C, H's second connection, updates row 1 with H's token in its transaction");
+
+ok(zk_delete($zk, held_znode($a, $h_pid, 'docs')), "H's node is deleted (as an expiry would) while C is idle in its transaction");
+ok(wait_until(sub { lock_state($a, $h_pid, 'docs') eq 'lost' }, 15, 'H to turn lost'), "zk_locks shows H's hold lost");
+
+my $n = app_session();
+$n->query_safe("SET statement_timeout = '5s'");
+my $tn = $n->query_safe("SELECT zk_lock_acquire('docs')");
+cmp_ok($tn, '>', $th, 'a new holder N has a newer token');
+my ($state, $err) = bg_sqlstate($n, "SELECT zk_fence_table('docs', 'docs')");
+is($state, 'ok', "N's zk_fence_table answers") or diag($err);
+($state, $err) = bg_sqlstate($n, "UPDATE docs SET body = 'n' WHERE id = 2");
+is($state, 'ok', "N's fenced update of row 2 answers") or diag($err);
+
+$n->query_safe("SELECT zk_lock_release('docs')");
+$_->quit for ($n, $h);
+eval { $c->quit };
+done_testing();
