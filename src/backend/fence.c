@@ -309,9 +309,11 @@ zkl_report_stale(zkl_fence_plans * plans, Datum *values, text *resource, int64 t
  * fencing table, the only role besides superusers that may write it.  A
  * caller that may write the table directly (insert and update it) needs
  * no proof, as it could write any token by hand: a superuser repairing or
- * restoring a fence.  The proof is asked only when the token would advance
- * the fence: an equal token is the same holder's again, an older one is
- * refused, and since a fence only ever grows, the upsert that follows
+ * restoring a fence.  The proof is asked for a token that would advance
+ * the fence and for an equal one, which anyone may read from the fence or
+ * from a fenced row (an UPDATE that writes a row's own token back): the
+ * session's own hold proves it without a ZooKeeper call.  An older token
+ * is refused, and since a fence only ever grows, the upsert that follows
  * refuses what became older meanwhile.
  */
 void
@@ -365,7 +367,7 @@ zkl_fence(zkl_fence_kind kind, text *resource, int64 token, Oid key,
 			SetUserIdAndSecContext(owner, owner_context);
 			known = zkl_fence_current(plans, values, &accepted);
 			SetUserIdAndSecContext(caller, sec_context);
-			if ((!known || token > accepted) && !zkl_fence_proven(resource, token))
+			if ((!known || token >= accepted) && !zkl_fence_proven(resource, token))
 				ereport(ERROR,
 						(errcode(ERRCODE_ZKLOCK_UNPROVEN_TOKEN),
 						 errmsg("fencing token %lld is not a holder's of lock \"%s\"",

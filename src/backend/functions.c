@@ -274,7 +274,7 @@ zk_lock_contenders(PG_FUNCTION_ARGS)
 Datum
 zk_lock_release_all(PG_FUNCTION_ARGS)
 {
-	zkl_release_all_session();
+	zkl_release_all_session(true);
 	PG_RETURN_VOID();
 }
 

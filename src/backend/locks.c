@@ -349,13 +349,20 @@ zkl_release_session(text *name, zkl_mode mode)
 				 errmsg("you don't own a ZooKeeper lock named \"%s\"", key)));
 		return false;
 	}
+	/* A lost hold's release says so, and its transaction cannot commit. */
+	zkl_report_if_lost(lock);
 	lock->session_count--;
 	zkl_settle_local(lock, true);
 	return true;
 }
 
+/*
+ * Release every session-scope hold.  With note_losses (zk_lock_release_all,
+ * not DISCARD ALL, whose implicit commit a pooler's reset would see fail),
+ * a lost one dooms the transaction's COMMIT, as its own release would.
+ */
 void
-zkl_release_all_session(void)
+zkl_release_all_session(bool note_losses)
 {
 	HASH_SEQ_STATUS seq;
 	zkl_local_lock *lock;
@@ -369,6 +376,8 @@ zkl_release_all_session(void)
 	{
 		if (lock->session_count == 0)
 			continue;
+		if (note_losses && zkl_lock_is_lost(lock))
+			zkl_note_loss(lock->key + 1);
 		lock->session_count = 0;
 		zkl_settle_local(lock, false);
 	}

@@ -74,7 +74,7 @@ zkl_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
 								queryEnv, dest, qc);
 	if (discard_all)
-		zkl_release_all_session();
+		zkl_release_all_session(false);
 }
 
 void
