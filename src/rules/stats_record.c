@@ -174,7 +174,9 @@ zkl_stats_parse(const char *buf, size_t len, zkl_stats_file_header *header,
 		*error = "the file has another format";
 		return false;
 	}
+	/* evicted leaves room for the entries the reader cannot keep. */
 	if (header->nentries < 0 || header->evicted < 0 ||
+		header->evicted > INT64_MAX - INT32_MAX ||
 		len != zkl_stats_file_size(header->nentries))
 	{
 		*error = "the file's length does not match its number of entries";

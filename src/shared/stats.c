@@ -447,8 +447,12 @@ zkl_stats_load(void)
 	FreeFile(file);
 	if (error == NULL)
 	{
-		records = palloc(sizeof(zkl_stats_file_record) * zkl_stats_max);
-		(void) zkl_stats_parse(buf, st.st_size, &header, records, zkl_stats_max,
+		/* No more records than the file can hold, nor than the table. */
+		int			max_records = (int) Min((size_t) zkl_stats_max,
+											(size_t) st.st_size / sizeof(zkl_stats_file_record) + 1);
+
+		records = palloc(sizeof(zkl_stats_file_record) * max_records);
+		(void) zkl_stats_parse(buf, st.st_size, &header, records, max_records,
 							   &nrecords, &error);
 	}
 	if (error != NULL)

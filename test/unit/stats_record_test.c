@@ -204,6 +204,11 @@ test_file(void)
 	zkl_stats_format(buf, &h, r, 2);
 	check(!zkl_stats_parse(buf, len, &h2, back, 2, &n, &error), "a negative counter is refused");
 	r[1].counters.losses = 0;
+	h.evicted = INT64_MAX;
+	zkl_stats_format(buf, &h, r, 2);
+	check(!zkl_stats_parse(buf, len, &h2, back, 2, &n, &error),
+		  "an evicted count the entries left out could overflow is refused");
+	h.evicted = 7;
 	h.nentries = 0;
 	zkl_stats_format(buf, &h, r, 0);
 	check(zkl_stats_parse(buf, zkl_stats_file_size(0), &h2, back, 2, &n, &error) && n == 0,
