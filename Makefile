@@ -4,7 +4,8 @@ MODULE_big = zklock
 OBJS = src/zklock.o src/shmem.o src/encode.o src/worker.o src/requests.o src/session_file.o src/lock_rule.o src/recipe.o \
 	src/backend.o src/contenders.o src/functions.o src/semaphore.o src/fence.o \
 	src/waits_for.o src/deadlock.o src/lock_name.o src/clock.o src/heartbeat.o src/slot_quota.o \
-	src/stats.o src/stats_record.o src/name_text.o src/json_fields.o src/session_record.o
+	src/stats.o src/stats_record.o src/name_text.o src/json_fields.o src/session_record.o \
+	src/write_batch_rule.o src/write_batch.o
 
 EXTENSION = zklock
 # The first version's script and every update after it, in order; the

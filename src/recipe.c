@@ -69,6 +69,7 @@
 #include "clock.h"
 #include "lock_rule.h"
 #include "worker.h"
+#include "write_batch.h"	/* issue 32 */
 
 /* The root's components were created (or found) by this worker. */
 static bool zkl_root_made = false;
@@ -601,8 +602,6 @@ zkl_requeue(int slotno, zkl_slot *slot)
 static void
 zkl_send_create(int slotno, zkl_slot *slot, bool with_parents)
 {
-	char	   *prefix;
-
 	if (with_parents)
 	{
 		char	   *path = pstrdup(slot->dir);
@@ -640,10 +639,25 @@ zkl_send_create(int slotno, zkl_slot *slot, bool with_parents)
 		pfree(path);
 	}
 
+	zkl_send_contender(slotno, slot);
+}
+
+/* The contender's create and the listing after it (see zkl_send_create). */
+void
+zkl_send_contender(int slotno, zkl_slot *slot)
+{
+	char	   *prefix;
+
 	/* "_c_<uuid>-" then the marker: Curator's protected-mode names. */
 	prefix = psprintf("%s/_c_%s-%s", slot->dir, slot->uuid,
 					  zkl_node_markers[slot->kind] + (slot->kind == ZKL_NODE_MUTEX ? 1 : 0));
 	zkl_works[slotno].phase = ZKL_PH_CREATING;
+	/* issue 32 hook: ready with others, it travels in a multi (write_batch.c). */
+	if (zkl_batch_take_create(slotno, slot, prefix))
+	{
+		pfree(prefix);
+		return;
+	}
 	/* Refused at once: nothing was created, nothing is to be waited for. */
 	if (zkl_sent_alone(slotno, zoo_acreate2(zkl_zh, prefix, slot->data, strlen(slot->data), zkl_acl(),
 											ZOO_EPHEMERAL_SEQUENTIAL, zkl_string_stat_done,
@@ -682,9 +696,18 @@ zkl_send_delete(int slotno, zkl_slot *slot)
 		pfree(lease);
 	}
 	zkl_works[slotno].phase = ZKL_PH_DELETING;
-	zkl_check_sent(slotno, zoo_adelete(zkl_zh, path, -1, zkl_void_done,
-									   zkl_ctx(ZKL_EV_DELETED, slotno)));
+	/* issue 32 hook: ready with others, it travels in a multi (write_batch.c). */
+	if (!zkl_batch_take_delete(slotno, slot, path))
+		zkl_check_sent(slotno, zoo_adelete(zkl_zh, path, -1, zkl_void_done,
+										   zkl_ctx(ZKL_EV_DELETED, slotno)));
 	pfree(path);
+}
+
+/* issue 32 hook: the listing after a create that went in a multi. */
+void
+zkl_send_create_listing(int slotno)
+{
+	zkl_send_listing(slotno, &zkl_shared->slots[slotno], ZKL_EV_CHILDREN);
 }
 
 /* Redo the request that a connection loss cut off. */

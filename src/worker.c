@@ -35,6 +35,7 @@
 #include "heartbeat.h"
 #include "session_file.h"
 #include "worker.h"
+#include "write_batch.h"	/* issue 32 */
 #include "pg_compat.h"
 
 zhandle_t  *zkl_zh = NULL;
@@ -430,6 +431,8 @@ zkl_drain_events(void)
 				ConditionVariableBroadcast(&zkl_shared->contact_cv);
 			}
 		}
+		else if (ev->kind == ZKL_EV_BATCHED)
+			zkl_batch_answered(ev); /* issue 32 hook: a multi's answer */
 		else if (ev->kind != ZKL_EV_IGNORE)
 			zkl_handle_event(ev);
 		zkl_event_free(ev);
@@ -770,9 +773,12 @@ zkl_worker_main(Datum arg)
 		old = MemoryContextSwitchTo(loop_cxt);
 		if (zkl_zh == NULL && zkl_now() >= zkl_next_connect)
 			zkl_open_session();
+		/* issue 32 hook: the writes ready in this pass go together. */
+		zkl_batch_begin();
 		zkl_drain_events();
 		zkl_take_requests();
 		zkl_run_pending();
+		zkl_batch_flush();
 		zkl_heartbeat();
 		zkl_periodic();
 		MemoryContextSwitchTo(old);

@@ -20,6 +20,7 @@
 
 #include "pg_compat.h"
 #include "stats.h"
+#include "write_batch.h"
 #include "zklock.h"
 
 ZKL_MODULE_MAGIC;
@@ -293,6 +294,7 @@ zkl_define_settings(void)
 							 NULL, NULL, NULL);
 
 	zkl_stats_define_settings();
+	zkl_batch_define_settings();	/* issue 32 hook */
 
 	MarkGUCPrefixReserved("zklock");
 }
