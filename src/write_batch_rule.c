@@ -16,10 +16,10 @@
  * (sent right after the first, never held back).  Nodes of different locks
  * may share a czxid: tokens are compared per lock only.
  *
- * Deletes are all in the first group, so no delete is sent after a create
- * that was ready after it: a backend that releases a lock and asks for it
- * again finds its old node gone, as with lone requests (ZooKeeper answers
- * one session in order).
+ * No write goes in a group before that of a delete that was ready before
+ * it: a backend that releases a lock and asks for it again finds its old
+ * node gone, as with lone requests (ZooKeeper answers one session in
+ * order, and a multi's operations are applied in order).
  *
  *-------------------------------------------------------------------------
  */
@@ -34,7 +34,8 @@
  * dirs[i], in the order they became ready) the group it travels in:
  * group[i], from 0.  Groups are sent in order; a group of one operation is
  * sent alone, as without batching.  No group holds more than
- * ZKL_WB_MAX_OPS operations, nor two creates of one directory.  Returns
+ * ZKL_WB_MAX_OPS operations, nor two creates of one directory, and none
+ * comes before the group of a delete ready before it.  Returns
  * the number of groups.
  */
 int
@@ -46,6 +47,10 @@ zkl_wb_group(const zkl_wb_kind *kinds, const char *const *dirs, int n, int *grou
 	{
 		int			g = 0;
 
+		/* Never before a delete that was ready before it. */
+		for (int j = 0; j < i; j++)
+			if (kinds[j] == ZKL_WB_DELETE && group[j] > g)
+				g = group[j];
 		for (;; g++)
 		{
 			int			size = 0;
