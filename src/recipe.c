@@ -69,7 +69,7 @@
 #include "clock.h"
 #include "lock_rule.h"
 #include "worker.h"
-#include "write_batch.h"	/* issue 32 */
+#include "write_batch.h"		/* issue 32 */
 
 /* The root's components were created (or found) by this worker. */
 static bool zkl_root_made = false;
@@ -652,7 +652,7 @@ zkl_send_contender(int slotno, zkl_slot *slot)
 	prefix = psprintf("%s/_c_%s-%s", slot->dir, slot->uuid,
 					  zkl_node_markers[slot->kind] + (slot->kind == ZKL_NODE_MUTEX ? 1 : 0));
 	zkl_works[slotno].phase = ZKL_PH_CREATING;
-	/* issue 32 hook: ready with others, it travels in a multi (write_batch.c). */
+	/* issue 32 hook: it may travel in a multi (write_batch.c) */
 	if (zkl_batch_take_create(slotno, slot, prefix))
 	{
 		pfree(prefix);
@@ -696,7 +696,7 @@ zkl_send_delete(int slotno, zkl_slot *slot)
 		pfree(lease);
 	}
 	zkl_works[slotno].phase = ZKL_PH_DELETING;
-	/* issue 32 hook: ready with others, it travels in a multi (write_batch.c). */
+	/* issue 32 hook: it may travel in a multi (write_batch.c) */
 	if (!zkl_batch_take_delete(slotno, slot, path))
 		zkl_check_sent(slotno, zoo_adelete(zkl_zh, path, -1, zkl_void_done,
 										   zkl_ctx(ZKL_EV_DELETED, slotno)));

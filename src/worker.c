@@ -35,7 +35,7 @@
 #include "heartbeat.h"
 #include "session_file.h"
 #include "worker.h"
-#include "write_batch.h"	/* issue 32 */
+#include "write_batch.h"		/* issue 32 */
 #include "pg_compat.h"
 
 zhandle_t  *zkl_zh = NULL;

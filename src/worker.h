@@ -156,6 +156,7 @@ extern int	zkl_events_init(void);
 extern zkl_event *zkl_events_take(void);
 extern void zkl_event_free(zkl_event *ev);
 extern const void *zkl_request_ctx(zkl_event_kind kind, int slotno, uint32 opgen);
+
 /* issue 32: write_batch.c's multi completion posts its own events */
 extern zkl_event *zkl_event_new(const void *data, int rc);
 extern void zkl_event_post(zkl_event *ev);
@@ -175,6 +176,7 @@ extern void zkl_grant(int slotno, zkl_slot *slot);
 extern void zkl_watch_own_node(int slotno, zkl_slot *slot);
 extern void zkl_give_up_busy(int slotno, zkl_slot *slot);
 extern void zkl_set_behind(zkl_slot *slot);
+
 /* recipe.c: issue 32, what write_batch.c sends through recipe.c's path */
 extern void zkl_send_contender(int slotno, zkl_slot *slot);
 extern void zkl_send_create_listing(int slotno);

@@ -22,7 +22,9 @@
  * lock node's czxid; the multi carries one more operation for it, a
  * setData of the lock directory of one of its creates, whose Stat's mzxid
  * is the multi's zxid: the czxid of every node the multi created (one
- * transaction, one zxid), read from the same transaction, not guessed.  No
+ * transaction, one zxid), read from the same transaction, not guessed.
+ * The directory's data stays empty, as zklock, Curator and kazoo make it
+ * (its version and mzxid move; no recipe reads them).  No
  * two creates of one directory share a multi (write_batch_rule.c), so the
  * nodes of a lock keep distinct, growing tokens.  The setData needs WRITE
  * on that directory; where it is refused the multi fails as a whole and
@@ -251,7 +253,7 @@ zkl_wb_send_multi(zkl_wb_op **group, int n)
 	}
 	m->nlock = m->nops = n;
 	if (token_dir != NULL)
-		zoo_set_op_init(&m->ops[m->nops++], token_dir, NULL, -1, -1, &m->stat);
+		zoo_set_op_init(&m->ops[m->nops++], token_dir, "", 0, -1, &m->stat);
 
 	rc = zoo_amulti(zkl_zh, m->nops, m->ops, m->results, zkl_multi_done, m);
 	if (rc != ZOK)
@@ -262,6 +264,7 @@ zkl_wb_send_multi(zkl_wb_op **group, int n)
 			zkl_wb_send_alone(group[i]->kind, group[i]->slotno);
 		return;
 	}
+
 	/*
 	 * zk_status(): the multi is one request of ZooKeeper's; each delete in it
 	 * is one release's request, as alone.

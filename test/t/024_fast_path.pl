@@ -13,6 +13,13 @@
 #  (3) A handoff across clusters to the waiter right behind the holder
 #      needs no request either; a waiter further back whose predecessor was
 #      another cluster's waiter lists the directory again, once.
+#  (5) Inside batches (issue 32): four backends on four locks, their
+#      acquires and then their releases made ready at once (A's worker
+#      frozen while they post): the creates travel as one multi and the
+#      deletes as another, so the four cycles cost ZooKeeper six requests
+#      (two multis and a listing per lock) instead of twelve; one request
+#      per release still counts in release_requests, ZooKeeper answered
+#      what zk_status() counts, and sent no notification.
 use strict;
 use warnings FATAL => 'all';
 
@@ -165,5 +172,48 @@ ok(zk_delete($zk, $last_node), '(4) an operator deletes the held node');
 wait_until(sub { lock_state($a, $hl_pid, 'last') eq 'lost' }, 10, 'the hold turns lost');
 is(lock_state($a, $hl_pid, 'last'), 'lost', '(4) ... and A counts the lock lost');
 $hl->quit;
+
+# (5) Batches: the writes ready in one pass travel as one multi.
+my $wpid = worker_pid($a);
+my $frozen;
+END { kill('CONT', $frozen) if $frozen; }
+my @bs = map { bg_session($a) } 1 .. 4;
+# Persistent directories: no ZNONODE (a container may go while empty).
+zk_create($zk, "/zklock/fpb$_") for 0 .. 3;
+my $c5 = counters($a);
+my $z5 = zk_session_counts($zk, $a_session);
+my $t5 = time;
+kill('STOP', $wpid);
+$frozen = $wpid;
+wait_until(sub { proc_state($wpid) eq 'T' }, 5, 'the worker is stopped');
+bg_start($bs[$_], "SELECT zk_lock_acquire('fpb$_') > 0") for 0 .. 3;
+wait_until(sub { $a->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE state = 'waiting'") == 4 },
+	10, 'every acquire is posted');
+kill('CONT', $wpid);
+$frozen = undef;
+for my $s (@bs)
+{
+	my ($out) = bg_collect($s);
+	like($out, qr/^t$/m, '(5) each of the four is granted');
+}
+kill('STOP', $wpid);
+$frozen = $wpid;
+wait_until(sub { proc_state($wpid) eq 'T' }, 5, 'the worker is stopped');
+is(bg_result($bs[$_], "SELECT zk_lock_release('fpb$_')"), 't', "(5) fpb$_ is released") for 0 .. 3;
+kill('CONT', $wpid);
+$frozen = undef;
+wait_until(sub { counters($a)->{released} == $c5->{released} + 4 }, 10, 'every release is done');
+my $z6 = zk_session_counts($zk, $a_session);
+$d = delta($c5, counters($a));
+is($d->{acquired}, 4, '(5) four acquires');
+is($d->{release_requests}, 4, '(5) one request per release, inside the multi');
+is($d->{zk_requests}, 6, '(5) four cycles cost two multis and four listings');
+is($d->{handoffs}, 0, '(5) no handoff');
+my $ticks5 = 1 + int((time - $t5) / (10 / 6));
+cmp_ok(($z6->{requests} - $z5->{requests}) - $d->{zk_requests}, '<=', $ticks5,
+	'(5) ZooKeeper answered the requests zk_status() counts, and heartbeats');
+cmp_ok(($z6->{sent} - $z5->{sent}) - ($z6->{received} - $z5->{received}), '<=', $ticks5,
+	'(5) ZooKeeper sent no notification (at most one per heartbeat tick)');
+$_->quit for @bs;
 
 done_testing();
