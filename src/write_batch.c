@@ -266,13 +266,18 @@ zkl_wb_send_multi(zkl_wb_op **group, int n)
 	}
 
 	/*
-	 * zk_status(): the multi is one request of ZooKeeper's; each delete in it
-	 * is one release's request, as alone.
+	 * zk_status() counts each operation as the request it is alone, so that
+	 * its figures per acquire, release and handoff stay per lock; ZooKeeper
+	 * receives them as one.
 	 */
-	zkl_count(requests);
 	for (int i = 0; i < n; i++)
+	{
+		zkl_count(requests);
 		if (group[i]->kind == ZKL_WB_DELETE)
 			zkl_count(release_requests);
+		if (zkl_works[group[i]->slotno].handoff)
+			zkl_count(handoff_requests);
+	}
 	/* Each create's listing, after the multi, as after a lone create. */
 	for (int i = 0; i < n; i++)
 		if (group[i]->kind == ZKL_WB_CREATE)
