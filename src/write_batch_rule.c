@@ -14,7 +14,9 @@
  * multi would share it.  So a multi carries at most one create per lock
  * directory; a second create of the same directory goes in a later group
  * (sent right after the first, never held back).  Nodes of different locks
- * may share a czxid: tokens are compared per lock only.
+ * may share a czxid: tokens are compared per lock only, and deadlock
+ * detection, which orders requests of different locks by czxid, breaks
+ * such ties by session and pid (waits_for.c).
  *
  * No write goes in a group before that of a delete that was ready before
  * it: a backend that releases a lock and asks for it again finds its old
