@@ -29,6 +29,7 @@ int			zkl_exclusive_layout_setting = ZKL_LAYOUT_MUTEX;
 int			zkl_max_hold_time = 0;
 int			zkl_max_hold_time_limit = 0;
 int			zkl_on_revoke_setting = ZKL_ON_REVOKE_IGNORE;
+bool		zkl_batch_writes = true;
 
 static const struct config_enum_entry zkl_on_revoke_options[] = {
 	{"ignore", ZKL_ON_REVOKE_IGNORE, false},
@@ -260,6 +261,14 @@ zkl_define_settings(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("zklock.batch_writes",
+							 "Sends the lock creates and deletes that are ready at the same moment as one ZooKeeper multi.",
+							 "A lone request is always sent at once, alone.",
+							 &zkl_batch_writes,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
 }
 
 /*

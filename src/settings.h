@@ -48,6 +48,7 @@ extern int	zkl_max_hold_time;
 extern int	zkl_max_hold_time_limit;
 extern int	zkl_hold_limit_ms(void);
 extern int	zkl_on_revoke_setting;
+extern bool zkl_batch_writes;
 
 extern void zkl_define_settings(void);
 

@@ -153,6 +153,24 @@ zkl_wait_names_request(zkl_backend_ref publisher, const char *wait_node,
 		czxid == wait_czxid && strcmp(node, wait_node) == 0;
 }
 
+/*
+ * Whether the zklock request (czxid, of backend who) is newer than the one
+ * (other_czxid, of backend other).  The requests that one worker created
+ * in one multi (issue 32, write_batch.c) share their czxid, the multi's
+ * zxid: among them the higher session, then the higher pid, counts as the
+ * newer, an order every cluster reads the same, so that each cycle still
+ * has exactly one newest request.
+ */
+static bool
+zkl_request_newer(int64_t czxid, zkl_backend_ref who, int64_t other_czxid, zkl_backend_ref other)
+{
+	if (czxid != other_czxid)
+		return czxid > other_czxid;
+	if (who.session != other.session)
+		return who.session > other.session;
+	return who.pid > other.pid;
+}
+
 /* The czxid of backend's zklock wait in the graph, or 0 if it has none. */
 static int64_t
 zkl_wait_czxid(const zkl_wait_edge *edges, int nedges, zkl_backend_ref backend)
@@ -235,7 +253,7 @@ zkl_search_from(zkl_cycle_search *s, int first, int depth, bool heavy)
 			continue;
 		if (s->only_older &&
 			(!s->own_cluster || e->blocker.session == s->self.session) &&
-			s->blocker_czxid[i] >= s->self_czxid)
+			!zkl_request_newer(s->self_czxid, s->self, s->blocker_czxid[i], e->blocker))
 			continue;
 		if (!s->own_cluster)
 			s->explored[i] = depth + 2;
@@ -404,7 +422,7 @@ zkl_deadlock_standin_ms(const zkl_wait_edge *edges, const int *cycle, int ncycle
 			longest = timeout_ms[cycle[k]];
 		if (zkl_backend_equal(e->waiter, self))
 			self_waits = true;
-		else if (e->czxid > self_czxid)
+		else if (zkl_request_newer(e->czxid, e->waiter, self_czxid, self))
 			rank++;
 	}
 	if (!self_waits || rank == 0)

@@ -82,8 +82,6 @@ static bool zkl_root_made = false;
 void
 zkl_send_create(int slotno, zkl_slot *slot, bool with_parents)
 {
-	char	   *prefix;
-
 	if (with_parents)
 	{
 		char	   *path = pstrdup(slot->dir);
@@ -120,11 +118,25 @@ zkl_send_create(int slotno, zkl_slot *slot, bool with_parents)
 										   zkl_void_string_done, zkl_ctx(ZKL_EV_IGNORE, slotno)));
 		pfree(path);
 	}
+	zkl_send_contender(slotno, slot);
+}
+
+/* The contender's create and the listing after it (see zkl_send_create). */
+void
+zkl_send_contender(int slotno, zkl_slot *slot)
+{
+	char	   *prefix;
 
 	/* "_c_<uuid>-" then the marker: Curator's protected-mode names. */
 	prefix = psprintf("%s/" ZKL_PROTECTED_PREFIX "%s-%s", slot->dir, slot->uuid,
 					  zkl_node_layouts[slot->kind].marker + (slot->kind == ZKL_NODE_MUTEX ? 1 : 0));
 	zkl_works[slotno].phase = ZKL_PH_CREATING;
+	/* Ready with others, it travels in the pass's multi (write_batch.c). */
+	if (zkl_hooks.take_create != NULL && zkl_hooks.take_create(slotno, slot, prefix))
+	{
+		pfree(prefix);
+		return;
+	}
 	/* Refused at once: nothing was created, nothing is to be waited for. */
 	if (zkl_sent_alone(slotno, zoo_acreate2(zkl_zh, prefix, slot->data, strlen(slot->data), zkl_acl(),
 											ZOO_EPHEMERAL_SEQUENTIAL, zkl_string_stat_done,

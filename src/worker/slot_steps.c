@@ -490,8 +490,10 @@ zkl_send_delete(int slotno, zkl_slot *slot)
 		pfree(lease);
 	}
 	zkl_works[slotno].phase = ZKL_PH_DELETING;
-	zkl_check_sent(slotno, zoo_adelete(zkl_zh, path, -1, zkl_void_done,
-									   zkl_ctx(ZKL_EV_DELETED, slotno)));
+	/* Ready with others, it travels in the pass's multi (write_batch.c). */
+	if (zkl_hooks.take_delete == NULL || !zkl_hooks.take_delete(slotno, slot, path))
+		zkl_check_sent(slotno, zoo_adelete(zkl_zh, path, -1, zkl_void_done,
+										   zkl_ctx(ZKL_EV_DELETED, slotno)));
 	pfree(path);
 }
 

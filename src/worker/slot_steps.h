@@ -106,6 +106,10 @@ typedef struct zkl_step_hooks
 	char	   *(*lease_path) (const zkl_slot *slot);
 	/* free what zk_lock_contenders read so far (inspect.c) */
 	void		(*inspection_free) (zkl_work *work);
+	/* a contender's create or a node's delete, kept for the pass's multi */
+	/* (write_batch.c; NULL, or false: sent at once, alone) */
+	bool		(*take_create) (int slotno, zkl_slot *slot, const char *prefix);
+	bool		(*take_delete) (int slotno, zkl_slot *slot, const char *path);
 } zkl_step_hooks;
 
 extern zkl_step_hooks zkl_hooks;

@@ -41,6 +41,7 @@
 #include "worker/slot_recovery.h"
 #include "worker/slot_steps.h"
 #include "worker/worker.h"
+#include "worker/write_batch.h"
 #include "worker/zk_events.h"
 
 /* When zkl_watch_lasting_holds last ran. */
@@ -172,6 +173,8 @@ zkl_drain_events(void)
 				ConditionVariableBroadcast(&zkl_shared->contact_cv);
 			}
 		}
+		else if (ev->kind == ZKL_EV_BATCHED)
+			zkl_batch_answered(ev); /* a multi's answer, one operation's share */
 		else if (ev->kind != ZKL_EV_IGNORE)
 			zkl_handle_event(ev);
 		zkl_event_free(ev);
@@ -449,6 +452,7 @@ zkl_worker_start(void)
 	zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
 
 	zkl_recipe_init();
+	zkl_batch_init();
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	zkl_shared->worker_procno = ZKL_MY_PROCNO;
@@ -512,9 +516,12 @@ zkl_worker_main(Datum arg)
 		old = MemoryContextSwitchTo(loop_cxt);
 		if (zkl_zh == NULL && zkl_now() >= zkl_next_connect)
 			zkl_open_session();
+		/* The writes ready in this pass go together (write_batch.c). */
+		zkl_batch_begin();
 		zkl_drain_events();
 		zkl_take_requests();
 		zkl_run_pending();
+		zkl_batch_flush();
 		zkl_heartbeat();
 		zkl_periodic();
 		MemoryContextSwitchTo(old);

@@ -252,6 +252,19 @@ zkl_event_free(zkl_event *ev)
 	free(ev);
 }
 
+/* The same, for write_batch.c's multi completion (any thread). */
+zkl_event  *
+zkl_event_new(const void *data, int rc)
+{
+	return zkl_new_event(data, rc);
+}
+
+void
+zkl_event_post(zkl_event *ev)
+{
+	zkl_post(ev);
+}
+
 /* ---- main thread ---- */
 
 /* The descriptor that becomes readable when events are queued. */

@@ -44,6 +44,8 @@ typedef enum zkl_event_kind
 	ZKL_EV_PUBLISHED,			/* a backend's wait published (deadlock.c) */
 	ZKL_EV_READER_DATA,			/* a read node behind a waiter, after a peer's
 								 * write ahead of it went */
+	ZKL_EV_BATCHED,				/* one operation's share of a multi's answer
+								 * (write_batch.c) */
 	ZKL_EV_LOG					/* a line the library logged (in path) */
 } zkl_event_kind;
 
@@ -91,6 +93,9 @@ extern int	zkl_events_init(void);
 extern zkl_event *zkl_events_take(void);
 extern void zkl_event_free(zkl_event *ev);
 extern const void *zkl_request_ctx(zkl_event_kind kind, int slotno, uint32 opgen);
+/* write_batch.c's multi completion posts its own events (any thread) */
+extern zkl_event *zkl_event_new(const void *data, int rc);
+extern void zkl_event_post(zkl_event *ev);
 
 /* The session's handle (worker.c opens and closes it). */
 extern zhandle_t *zkl_zh;

@@ -11,7 +11,9 @@
 # 127.0.0.1:TARGET.  Every request a client sends is logged to DIR/ops, one
 # line each: "CONN OP PATH" (CONN numbers the connections from 1, OP is the
 # request's type number from ZooKeeper's protocol, PATH its path, or "-"
-# for a request that has none).  A file DIR/arm holding "OPS REGEX" (OPS a
+# for a request that has none).  A multi (14) is followed by a line per
+# operation in it, "CONN 14.OP PATH", and is armed by (matched against)
+# its operations' paths joined by spaces.  A file DIR/arm holding "OPS REGEX" (OPS a
 # comma-separated list of type numbers) arms the relay: the next request of
 # one of those types whose path matches REGEX is forwarded, and when its
 # answer comes back, the answer is dropped and both ends of that connection
@@ -75,6 +77,60 @@ sub armed
 	return ({ map { $_ => 1 } split /,/, $1 }, $2);
 }
 
+# The operations of a multi request's body: [type, path] each.  Each is a
+# header (type, done, err) and the operation's record; a header with done
+# set ends the list.
+sub multi_ops
+{
+	my ($body) = @_;
+	my $off = 0;
+	my @ops;
+	my $int = sub {
+		my $v = unpack('l>', substr($body, $off, 4));
+		$off += 4;
+		return $v;
+	};
+	my $bytes = sub {
+		my $len = $int->();
+		my $v = $len > 0 ? substr($body, $off, $len) : '';
+		$off += $len if $len > 0;
+		return $v;
+	};
+	while ($off + 9 <= length $body)
+	{
+		my $type = $int->();
+		my $done = unpack('C', substr($body, $off, 1));
+		$off += 1;
+		$int->();
+		last if $done || $type == -1;
+		my $path = $bytes->();
+		push @ops, [ $type, $path ];
+		if ($type == 1 || $type == 15 || $type == 19 || $type == 21)
+		{
+			$bytes->();
+			my $nacl = $int->();
+			for (1 .. ($nacl > 0 ? $nacl : 0))
+			{
+				$int->();
+				$bytes->();
+				$bytes->();
+			}
+			$int->();
+			$off += 8 if $type == 21;
+		}
+		elsif ($type == 5)
+		{
+			$bytes->();
+			$int->();
+		}
+		else
+		{
+			$int->();			# delete, check: the version
+		}
+	}
+	return @ops;
+}
+
 # One complete frame from the client: log it, and arm the connection if it
 # is the request whose answer is to be lost.
 sub client_frame
@@ -95,8 +151,17 @@ sub client_frame
 	}
 	my $c = $conn_of{$s};
 	print $ops "$c $type $path\n";
+	# A multi: each of its operations on a line of its own, and the
+	# multi matched against all their paths.
+	my $match = $path;
+	if ($type == 14)
+	{
+		my @inner = multi_ops(substr($frame, 8));
+		print $ops "$c 14.$_->[0] $_->[1]\n" for @inner;
+		$match = join ' ', map { $_->[1] } @inner;
+	}
 	my ($types, $re) = armed();
-	if ($types && $types->{$type} && $path =~ /$re/)
+	if ($types && $types->{$type} && $match =~ /$re/)
 	{
 		$lose_xid{$c} = $xid;
 		unlink "$dir/arm";

@@ -96,6 +96,30 @@ test_two_clusters(void)
 }
 
 static void
+test_equal_czxids(void)
+{
+	/*
+	 * Issue 32: A1 and A2's requests were created by one multi of cluster A's
+	 * worker and share their czxid (40): the higher pid is the newer.
+	 */
+	zkl_wait_edge g[] = {zk_edge(be(1, 1), be(1, 2), 40), zk_edge(be(1, 2), be(1, 1), 40)};
+	int			cycle[ZKL_MAX_CYCLE];
+	int64_t		timeouts[] = {1000, 1000};
+	int			len;
+
+	check(victim(g, 2, be(1, 1), 40, cycle) == 0, "equal czxids: the lower pid is no victim");
+	len = victim(g, 2, be(1, 2), 40, cycle);
+	check(len == 2 && is_cycle_from(g, cycle, len, be(1, 2)),
+		  "equal czxids: the higher pid is the victim, so the cycle has exactly one");
+	len = zkl_deadlock_any_cycle(g, 2, be(1, 1), cycle, ZKL_MAX_CYCLE);
+	check(len == 2 && zkl_deadlock_standin_ms(g, cycle, len, be(1, 1), 40, timeouts) > 0,
+		  "equal czxids: the lower pid stands in, after its turn");
+	len = zkl_deadlock_any_cycle(g, 2, be(1, 2), cycle, ZKL_MAX_CYCLE);
+	check(len == 2 && zkl_deadlock_standin_ms(g, cycle, len, be(1, 2), 40, timeouts) == -1,
+		  "equal czxids: the victim has no stand-in turn");
+}
+
+static void
 test_three_clusters(void)
 {
 	zkl_wait_edge g[] = {
@@ -827,6 +851,7 @@ int
 main(void)
 {
 	test_two_clusters();
+	test_equal_czxids();
 	test_three_clusters();
 	test_heavyweight_edge();
 	test_leaves_and_shared();

@@ -21,8 +21,8 @@ our @EXPORT = qw(zk_wire %ZK_OP);
 
 # ZooKeeper's request type numbers (its protocol's OpCode).
 our %ZK_OP = (
-	create => 1, delete => 2, exists => 3, getData => 4, getChildren => 8, sync => 9,
-	getChildren2 => 12, create2 => 15, createContainer => 19, createTTL => 21,
+	create => 1, delete => 2, exists => 3, getData => 4, setData => 5, getChildren => 8, sync => 9,
+	getChildren2 => 12, multi => 14, create2 => 15, createContainer => 19, createTTL => 21,
 );
 
 =head1 ZklockTest::Wire
@@ -37,7 +37,13 @@ Start a relay to server $i (default 1) of $zk; returns an object with
 =item $w->ops
 
 Every request relayed so far, in order: a list of [connection number, type
-number, path].
+number, path].  A multi (type 14) is followed by one entry per operation in
+it, of type 14.OP (14.1 a create in it, 14.2 a delete).
+
+=item $w->pause / $w->resume
+
+Stop the relay (every connection through it closes) and start it again on
+the same port.
 
 =item $w->lose_answer(\@types, $regex) / $w->fired
 
@@ -58,7 +64,8 @@ sub zk_wire
 	my $tool = "$tools_dir/zkwire.pl";
 	my $h = IPC::Run::start([ 'perl', $tool, $port, $zk->{ports}[ $i - 1 ], $dir ],
 		'<', \undef, '>>', "$dir/out", '2>>', "$dir/out");
-	my $w = bless { run => $h, dir => $dir, port => $port, connect => "127.0.0.1:$port" },
+	my $w = bless { run => $h, dir => $dir, port => $port, target => $zk->{ports}[ $i - 1 ],
+		connect => "127.0.0.1:$port" },
 	  'ZklockTest::Wire';
 	push @holders, $w;
 	wait_until(sub { IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port) }, 30,
@@ -89,6 +96,26 @@ sub fired
 	my ($self) = @_;
 	return undef unless -f "$self->{dir}/fired";
 	return [ split / /, slurp_file("$self->{dir}/fired") =~ s/\n$//r, 3 ];
+}
+
+# Stop the relay (its connections close) and start it again on the same
+# port: meanwhile no client reaches ZooKeeper through it.
+sub pause
+{
+	my ($self) = @_;
+	eval { $self->{run}->kill_kill(grace => 5); 1 };
+	eval { $self->{run}->finish; 1 };
+	return;
+}
+
+sub resume
+{
+	my ($self) = @_;
+	$self->{run} = IPC::Run::start([ 'perl', "$tools_dir/zkwire.pl", $self->{port}, $self->{target}, $self->{dir} ],
+		'<', \undef, '>>', "$self->{dir}/out", '2>>', "$self->{dir}/out");
+	wait_until(sub { IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $self->{port}) }, 30,
+		'the wire relay listens again');
+	return;
 }
 
 sub crash

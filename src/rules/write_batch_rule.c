@@ -1,0 +1,107 @@
+/*-------------------------------------------------------------------------
+ *
+ * write_batch_rule.c
+ *		The rule of the worker's coalesced writes (write_batch.c): which of
+ *		the creates and deletes ready in one pass of its loop travel
+ *		together in one ZooKeeper multi, and what a multi's answer means
+ *		for each of its operations.  Plain C with no PostgreSQL, ZooKeeper
+ *		calls or shared memory; test/unit proves it without a server.
+ *
+ * All the operations of a multi are one transaction of ZooKeeper's, with
+ * one zxid: every node a multi creates has that zxid as its czxid.  The
+ * fencing token is the lock node's czxid, and it must grow from one holder
+ * of a lock to the next: two nodes of one lock directory created by one
+ * multi would share it.  So a multi carries at most one create per lock
+ * directory; a second create of the same directory goes in a later group
+ * (sent right after the first, never held back).  Nodes of different locks
+ * may share a czxid: tokens are compared per lock only, and deadlock
+ * detection, which orders requests of different locks by czxid, breaks
+ * such ties by session and pid (waits_for.c).
+ *
+ * No write goes in a group before that of a delete that was ready before
+ * it: a backend that releases a lock and asks for it again finds its old
+ * node gone, as with lone requests (ZooKeeper answers one session in
+ * order, and a multi's operations are applied in order).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <string.h>
+
+#include <zookeeper/zookeeper.h>
+
+#include "rules/write_batch_rule.h"
+
+/*
+ * Give each of the n ready operations (kinds[i], in lock directory
+ * dirs[i], in the order they became ready) the group it travels in:
+ * group[i], from 0.  Groups are sent in order; a group of one operation is
+ * sent alone, as without batching.  No group holds more than
+ * ZKL_WB_MAX_OPS operations, nor two creates of one directory, and none
+ * comes before the group of a delete ready before it.  Returns
+ * the number of groups.
+ */
+int
+zkl_wb_group(const zkl_wb_kind *kinds, const char *const *dirs, int n, int *group)
+{
+	int			ngroups = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		int			g = 0;
+
+		/* Never before a delete that was ready before it. */
+		for (int j = 0; j < i; j++)
+			if (kinds[j] == ZKL_WB_DELETE && group[j] > g)
+				g = group[j];
+		for (;; g++)
+		{
+			int			size = 0;
+			bool		clash = false;
+
+			for (int j = 0; j < i; j++)
+			{
+				if (group[j] != g)
+					continue;
+				size++;
+				if (kinds[i] == ZKL_WB_CREATE && kinds[j] == ZKL_WB_CREATE &&
+					strcmp(dirs[i], dirs[j]) == 0)
+					clash = true;
+			}
+			if (!clash && size < ZKL_WB_MAX_OPS)
+				break;
+		}
+		group[i] = g;
+		if (g + 1 > ngroups)
+			ngroups = g + 1;
+	}
+	return ngroups;
+}
+
+/*
+ * What the multi's answer (multi_rc, the first failing operation's code)
+ * means for each of its operations.  A multi is carried out whole or not
+ * at all: when one operation fails, none is done, whichever failed, so
+ * each goes again alone and gets its own answer (a delete of a node that
+ * is gone, ZNONODE, is then a done delete; a create refused for its own
+ * reason fails its own request only).  A lost connection leaves the whole
+ * multi's fate unknown, as a lone request's: each create is looked for by
+ * its uuid, each delete is sent again.
+ */
+zkl_wb_outcome
+zkl_wb_outcome_of(int multi_rc)
+{
+	switch (multi_rc)
+	{
+		case ZOK:
+			return ZKL_WB_DONE;
+		case ZCONNECTIONLOSS:
+		case ZOPERATIONTIMEOUT:
+			return ZKL_WB_UNKNOWN;
+		case ZSESSIONEXPIRED:
+		case ZCLOSING:
+		case ZINVALIDSTATE:
+			return ZKL_WB_SESSION;
+		default:
+			return ZKL_WB_ALONE;
+	}
+}

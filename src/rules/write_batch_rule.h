@@ -1,0 +1,40 @@
+/*-------------------------------------------------------------------------
+ *
+ * write_batch_rule.h
+ *		Which of the ZooKeeper writes ready in one pass of the worker travel
+ *		together in one multi, and what a multi's answer means for each of
+ *		them (write_batch_rule.c).  Pure: no PostgreSQL, no ZooKeeper
+ *		calls, no shared memory.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZKLOCK_WRITE_BATCH_RULE_H
+#define ZKLOCK_WRITE_BATCH_RULE_H
+
+#include <stdbool.h>
+
+/* The most operations one multi carries (its lock operations). */
+#define ZKL_WB_MAX_OPS		64
+
+typedef enum zkl_wb_kind
+{
+	ZKL_WB_CREATE,				/* a lock request's contender node */
+	ZKL_WB_DELETE				/* a release's delete of its own node */
+} zkl_wb_kind;
+
+/* What one operation of an answered multi needs next. */
+typedef enum zkl_wb_outcome
+{
+	ZKL_WB_DONE,				/* carried out: handled as its own answer, ZOK */
+	ZKL_WB_UNKNOWN,				/* the connection went: carried out or not, as
+								 * a lone request's lost answer */
+	ZKL_WB_SESSION,				/* the session ended: every slot's business */
+	ZKL_WB_ALONE				/* refused as a whole, nothing done: the
+								 * operation goes again, alone */
+} zkl_wb_outcome;
+
+extern int	zkl_wb_group(const zkl_wb_kind *kinds, const char *const *dirs, int n,
+						 int *group);
+extern zkl_wb_outcome zkl_wb_outcome_of(int multi_rc);
+
+#endif							/* ZKLOCK_WRITE_BATCH_RULE_H */

@@ -1,0 +1,380 @@
+/*-------------------------------------------------------------------------
+ *
+ * write_batch.c
+ *		Coalesced writes: the creates of lock requests and the deletes of
+ *		releases that become ready in one pass of the worker's loop travel
+ *		as one ZooKeeper multi, which ZooKeeper pays for once (one request,
+ *		one transaction, one log record).  Runs on the worker's main
+ *		thread, but for zkl_multi_done, which runs on libzookeeper's
+ *		completion thread and touches nothing of PostgreSQL.
+ *
+ * The worker opens a batch at the start of a pass (zkl_batch_begin) and
+ * sends it at the end (zkl_batch_flush).  Meanwhile lock_recipe.c and slot_steps.c hand their
+ * contender creates and its deletes here (zkl_batch_take_create,
+ * zkl_batch_take_delete) instead of sending them.  Only what is ready in
+ * the pass waits, and only until the pass ends: nothing waits for company.
+ * At the flush, write_batch_rule.c groups the operations; a group of one
+ * goes alone through the steps' own path, as it would without batching,
+ * so an uncontended acquire costs what it did (create and listing back to
+ * back, one round trip).
+ *
+ * A multi's create answers no Stat, so no czxid.  The fencing token is the
+ * lock node's czxid; the multi carries one more operation for it, a
+ * setData of the lock directory of one of its creates, whose Stat's mzxid
+ * is the multi's zxid: the czxid of every node the multi created (one
+ * transaction, one zxid), read from the same transaction, not guessed.
+ * The directory's data stays empty, as zklock, Curator and kazoo make it
+ * (its version and mzxid move; no recipe reads them).  No
+ * two creates of one directory share a multi (write_batch_rule.c), so the
+ * nodes of a lock keep distinct, growing tokens.  The setData needs WRITE
+ * on that directory; where it is refused the multi fails as a whole and
+ * each operation goes again alone.
+ *
+ * Each create is followed by its listing, sent right after the multi, as a
+ * lone create is by its own: ZooKeeper answers one session in order.  The
+ * multi's answer is split into one event per operation (ZKL_EV_BATCHED);
+ * zkl_batch_answered turns each into the answer the recipes already handle
+ * (a create's ZKL_EV_CREATED, a delete's ZKL_EV_DELETED), or sends the
+ * operation again alone when the multi failed as a whole
+ * (write_batch_rule.c says which).  A lost connection leaves a create's
+ * fate unknown, as a lone create's: slot_recovery.c then looks for the node by its
+ * uuid (after a sync).  Every node deleted here is the slot's own: only
+ * slot_steps.c's zkl_send_delete hands deletes, with the slot's own node.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/guc.h"
+#include "utils/memutils.h"
+
+#include "rules/write_batch_rule.h"
+#include "settings.h"
+#include "shared/shmem.h"
+#include "worker/dispatch.h"
+#include "worker/lock_recipe.h"
+#include "worker/session.h"
+#include "worker/slot_steps.h"
+#include "worker/write_batch.h"
+#include "worker/zk_events.h"
+
+/* One operation ready in this pass. */
+typedef struct zkl_wb_op
+{
+	zkl_wb_kind kind;
+	int			slotno;
+	uint32		opgen;
+	char	   *path;			/* create: the node's prefix; delete: its path */
+	char	   *dir;			/* the lock directory */
+	char	   *data;			/* create: the node's data */
+} zkl_wb_op;
+
+/* One multi in flight: malloc'd, freed by its completion (or at refusal). */
+typedef struct zkl_wb_multi
+{
+	int			nlock;			/* lock operations, first in ops[] */
+	int			nops;			/* ... and the setData, if any creates */
+	uintptr_t	ctx[ZKL_WB_MAX_OPS];	/* each lock operation's context */
+	zkl_wb_kind kind[ZKL_WB_MAX_OPS];
+	zoo_op_t	ops[ZKL_WB_MAX_OPS + 1];
+	zoo_op_result_t results[ZKL_WB_MAX_OPS + 1];
+	struct Stat stat;			/* the setData's: mzxid is the multi's zxid */
+	char		paths[ZKL_WB_MAX_OPS][ZKL_MAX_DIR_LEN + ZKL_MAX_NODE_LEN + 2];
+} zkl_wb_multi;
+
+static bool zkl_wb_open = false;
+static zkl_wb_op *zkl_wb_ops = NULL;
+static int	zkl_wb_nops = 0;
+
+/* Per slot: its next write goes alone (a multi with it failed as a whole). */
+static bool *zkl_wb_alone = NULL;
+
+static bool zkl_batch_take_create(int slotno, zkl_slot *slot, const char *prefix);
+static bool zkl_batch_take_delete(int slotno, zkl_slot *slot, const char *path);
+
+/* The steps hand their writes here (worker.c, at the worker's start). */
+void
+zkl_batch_init(void)
+{
+	zkl_hooks.take_create = zkl_batch_take_create;
+	zkl_hooks.take_delete = zkl_batch_take_delete;
+}
+
+/* Open the pass's batch (worker.c, at the start of each pass). */
+void
+zkl_batch_begin(void)
+{
+	if (zkl_wb_ops == NULL)
+	{
+		zkl_wb_ops = MemoryContextAlloc(TopMemoryContext, sizeof(zkl_wb_op) * zkl_shared->nslots);
+		zkl_wb_alone = MemoryContextAllocZero(TopMemoryContext, sizeof(bool) * zkl_shared->nslots);
+	}
+	zkl_wb_nops = 0;
+	zkl_wb_open = zkl_batch_writes;
+}
+
+/* Whether a write of the slot may wait for the end of the pass. */
+static bool
+zkl_wb_takes(int slotno)
+{
+	if (!zkl_wb_open)
+		return false;
+	if (zkl_wb_alone[slotno])
+	{
+		zkl_wb_alone[slotno] = false;
+		return false;
+	}
+	return zkl_wb_nops < zkl_shared->nslots;
+}
+
+static void
+zkl_wb_add(zkl_wb_kind kind, int slotno, const char *path, const char *dir, const char *data)
+{
+	zkl_wb_op  *op = &zkl_wb_ops[zkl_wb_nops++];
+
+	op->kind = kind;
+	op->slotno = slotno;
+	op->opgen = zkl_works[slotno].opgen;
+	op->path = pstrdup(path);
+	op->dir = pstrdup(dir);
+	op->data = data ? pstrdup(data) : NULL;
+}
+
+/*
+ * lock_recipe.c's contender create (prefix: the node's path up to its sequence
+ * number), if it can wait for the end of the pass.  The slot is in
+ * ZKL_PH_CREATING already.  A semaphore's and a retry after ZNONODE (whose
+ * parents were just sent) go alone.
+ */
+static bool
+zkl_batch_take_create(int slotno, zkl_slot *slot, const char *prefix)
+{
+	if (slot->permits > 0 || slot->inspect || zkl_works[slotno].parent_attempts > 0 ||
+		!zkl_wb_takes(slotno))
+		return false;
+	zkl_wb_add(ZKL_WB_CREATE, slotno, prefix, slot->dir, slot->data);
+	return true;
+}
+
+/*
+ * slot_steps.c's delete of the slot's own node (path), if it can wait for the
+ * end of the pass.  The slot is in ZKL_PH_DELETING already.  Only a lock
+ * request's node: a semaphore's (with its lease) and a published wait go
+ * alone.
+ */
+static bool
+zkl_batch_take_delete(int slotno, zkl_slot *slot, const char *path)
+{
+	if (slot->permits > 0 || slot->inspect || !zkl_wb_takes(slotno))
+		return false;
+	zkl_wb_add(ZKL_WB_DELETE, slotno, path, slot->dir, NULL);
+	return true;
+}
+
+/* ---- libzookeeper's completion thread: malloc and the queue only ---- */
+
+static void
+zkl_multi_done(int rc, const void *data)
+{
+	zkl_wb_multi *m = (zkl_wb_multi *) data;
+
+	for (int i = 0; i < m->nlock; i++)
+	{
+		zkl_event  *ev = zkl_event_new((const void *) m->ctx[i], rc);
+
+		ev->type = m->kind[i];
+		ev->state = m->results[i].err;
+		if (rc == ZOK && m->kind[i] == ZKL_WB_CREATE)
+		{
+			ev->path = strdup(m->results[i].value ? m->results[i].value : "");
+			if (ev->path == NULL)
+				abort();		/* nothing sane is possible on this thread */
+			/* The multi's zxid, which every node it created has as czxid. */
+			ev->czxid = m->stat.mzxid;
+		}
+		zkl_event_post(ev);
+	}
+	free(m);
+}
+
+/* ---- main thread ---- */
+
+/* Send the operation alone, through the steps' own path. */
+static void
+zkl_wb_send_alone(zkl_wb_kind kind, int slotno)
+{
+	zkl_slot   *slot = &zkl_shared->slots[slotno];
+
+	zkl_wb_alone[slotno] = true;
+	if (kind == ZKL_WB_CREATE)
+		zkl_send_contender(slotno, slot);
+	else
+		zkl_send_delete(slotno, slot);
+	zkl_wb_alone[slotno] = false;
+}
+
+/* Whether the queued operation still belongs to the slot's current work. */
+static bool
+zkl_wb_current(const zkl_wb_op *op)
+{
+	zkl_work   *work = &zkl_works[op->slotno];
+
+	return op->opgen == work->opgen &&
+		work->phase == (op->kind == ZKL_WB_CREATE ? ZKL_PH_CREATING : ZKL_PH_DELETING);
+}
+
+static void
+zkl_wb_send_multi(zkl_wb_op **group, int n)
+{
+	zkl_wb_multi *m = calloc(1, sizeof(zkl_wb_multi));
+	const char *token_dir = NULL;
+	int			rc;
+
+	if (m == NULL)
+	{
+		for (int i = 0; i < n; i++)
+			zkl_wb_send_alone(group[i]->kind, group[i]->slotno);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		zkl_wb_op  *op = group[i];
+
+		m->kind[i] = op->kind;
+		m->ctx[i] = (uintptr_t) zkl_request_ctx(ZKL_EV_BATCHED, op->slotno, op->opgen);
+		if (op->kind == ZKL_WB_CREATE)
+		{
+			zoo_create_op_init(&m->ops[i], op->path, op->data, strlen(op->data), zkl_acl(),
+							   ZOO_EPHEMERAL_SEQUENTIAL, m->paths[i], sizeof(m->paths[i]));
+			if (token_dir == NULL)
+				token_dir = op->dir;
+		}
+		else
+			zoo_delete_op_init(&m->ops[i], op->path, -1);
+	}
+	m->nlock = m->nops = n;
+	if (token_dir != NULL)
+		zoo_set_op_init(&m->ops[m->nops++], token_dir, "", 0, -1, &m->stat);
+
+	rc = zoo_amulti(zkl_zh, m->nops, m->ops, m->results, zkl_multi_done, m);
+	if (rc != ZOK)
+	{
+		/* Never left: each goes alone, whose refusal the steps handle. */
+		free(m);
+		for (int i = 0; i < n; i++)
+			zkl_wb_send_alone(group[i]->kind, group[i]->slotno);
+		return;
+	}
+
+	/*
+	 * zk_status() counts each operation as the request it is alone, so that
+	 * its figures per acquire, release and handoff stay per lock; ZooKeeper
+	 * receives them as one.
+	 */
+	for (int i = 0; i < n; i++)
+	{
+		zkl_count(requests);
+		if (group[i]->kind == ZKL_WB_DELETE)
+			zkl_count(release_requests);
+		if (zkl_works[group[i]->slotno].handoff)
+			zkl_count(handoff_requests);
+	}
+	/* Each create's listing, after the multi, as after a lone create. */
+	for (int i = 0; i < n; i++)
+		if (group[i]->kind == ZKL_WB_CREATE)
+			zkl_send_listing(group[i]->slotno, &zkl_shared->slots[group[i]->slotno], ZKL_EV_CHILDREN);
+}
+
+/*
+ * Send what the pass queued: each group of two or more as one multi, a
+ * group of one alone.  Operations whose slot has moved on meanwhile (its
+ * work ended, the session went) are dropped: their slot's new work sends
+ * its own.
+ */
+void
+zkl_batch_flush(void)
+{
+	zkl_wb_kind *kinds;
+	const char **dirs;
+	int		   *group;
+	zkl_wb_op **members;
+	int			n = 0;
+	int			ngroups;
+
+	zkl_wb_open = false;
+	if (zkl_wb_nops == 0)
+		return;
+
+	kinds = palloc(sizeof(zkl_wb_kind) * zkl_wb_nops);
+	dirs = palloc(sizeof(char *) * zkl_wb_nops);
+	group = palloc(sizeof(int) * zkl_wb_nops);
+	members = palloc(sizeof(zkl_wb_op *) * zkl_wb_nops);
+	for (int i = 0; i < zkl_wb_nops; i++)
+	{
+		if (!zkl_wb_current(&zkl_wb_ops[i]))
+			continue;
+		zkl_wb_ops[n] = zkl_wb_ops[i];
+		kinds[n] = zkl_wb_ops[n].kind;
+		dirs[n] = zkl_wb_ops[n].dir;
+		n++;
+	}
+	zkl_wb_nops = 0;
+	ngroups = zkl_wb_group(kinds, dirs, n, group);
+
+	for (int g = 0; g < ngroups; g++)
+	{
+		int			size = 0;
+
+		for (int i = 0; i < n; i++)
+			if (group[i] == g)
+				members[size++] = &zkl_wb_ops[i];
+		if (size == 1 || zkl_zh == NULL ||
+			zkl_shared->session_state != ZKL_SESSION_CONNECTED)
+		{
+			for (int i = 0; i < size; i++)
+				zkl_wb_send_alone(members[i]->kind, members[i]->slotno);
+		}
+		else if (size > 1)
+			zkl_wb_send_multi(members, size);
+	}
+}
+
+/*
+ * One operation's share of a multi's answer (ZKL_EV_BATCHED: type is its
+ * kind, rc the multi's code, state its own).  Dropped when the slot has
+ * moved on; otherwise handed to the recipes as the answer of a lone request,
+ * or sent again alone when the multi failed as a whole.
+ */
+void
+zkl_batch_answered(zkl_event *ev)
+{
+	zkl_wb_op	op;
+
+	if (ev->slotno < 0 || ev->slotno >= zkl_shared->nslots)
+		return;
+	op.kind = (zkl_wb_kind) ev->type;
+	op.slotno = ev->slotno;
+	op.opgen = ev->opgen;
+	if (!zkl_wb_current(&op))
+		return;
+
+	switch (zkl_wb_outcome_of(ev->rc))
+	{
+		case ZKL_WB_ALONE:
+			if (ev->state != ZOK && ev->state != ZRUNTIMEINCONSISTENCY)
+				ereport(DEBUG1,
+						(errmsg_internal("zklock: a multi failed as a whole (%s on lock \"%s\"); each of its operations goes again alone",
+										 zerror(ev->state), zkl_shared->slots[ev->slotno].name)));
+			zkl_wb_send_alone(op.kind, op.slotno);
+			return;
+		case ZKL_WB_DONE:
+		case ZKL_WB_UNKNOWN:
+		case ZKL_WB_SESSION:
+			/* The recipes' handlers of a lone create's or delete's answer. */
+			ev->kind = op.kind == ZKL_WB_CREATE ? ZKL_EV_CREATED : ZKL_EV_DELETED;
+			ev->type = 0;
+			ev->state = 0;
+			zkl_handle_event(ev);
+			return;
+	}
+}

@@ -1,0 +1,114 @@
+/*-------------------------------------------------------------------------
+ *
+ * write_batch_rule_test.c
+ *		Unit tests of write_batch_rule.c: which ready writes travel in one
+ *		multi (never two creates of one lock directory, whose nodes would
+ *		share a czxid and so a fencing token; no write before a delete
+ *		ready before it; no multi past its size), and what a
+ *		multi's answer means for each operation.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <zookeeper/zookeeper.h>
+
+#include "rules/write_batch_rule.h"
+#include "unit_tap.h"
+
+#define C ZKL_WB_CREATE
+#define D ZKL_WB_DELETE
+
+static void
+test_groups(void)
+{
+	zkl_wb_kind k1[] = {C};
+	const char *d1[] = {"/zklock/a"};
+	zkl_wb_kind k3[] = {C, C, D};
+	const char *d3[] = {"/zklock/a", "/zklock/b", "/zklock/c"};
+	zkl_wb_kind k4[] = {C, C, D, C};
+	const char *d4[] = {"/zklock/a", "/zklock/a", "/zklock/a", "/zklock/a"};
+	int			g[8];
+
+	check(zkl_wb_group(k1, d1, 1, g) == 1 && g[0] == 0, "one write: one group of one (sent alone)");
+	check(zkl_wb_group(k3, d3, 3, g) == 1 && g[0] == 0 && g[1] == 0 && g[2] == 0,
+		  "creates of different locks and a delete: one multi");
+	check(zkl_wb_group(k4, d4, 4, g) == 3 && g[0] == 0 && g[1] == 1 && g[2] == 0 && g[3] == 2,
+		  "creates of one lock: one per group, in order; the delete in the first group");
+	check(zkl_wb_group(k1, d1, 0, g) == 0, "nothing ready: no group");
+}
+
+/* Random runs: the invariants over every grouping. */
+static void
+test_random(void)
+{
+	static const char *const dirs[] = {"/zklock/a", "/zklock/b", "/zklock/c", "/zklock/d"};
+	int			bad_clash = 0,
+				bad_size = 0,
+				bad_delete = 0,
+				bad_count = 0;
+
+	srand(32);
+	for (int run = 0; run < 2000; run++)
+	{
+		int			n = rand() % 200;
+		zkl_wb_kind kinds[200];
+		const char *d[200];
+		int			group[200];
+		int			ngroups;
+		int			size[200] = {0};
+
+		for (int i = 0; i < n; i++)
+		{
+			kinds[i] = rand() % 3 ? C : D;
+			d[i] = dirs[rand() % (run % 2 ? 4 : 1)];
+		}
+		ngroups = zkl_wb_group(kinds, d, n, group);
+		for (int i = 0; i < n; i++)
+		{
+			if (group[i] < 0 || group[i] >= ngroups)
+				bad_count++;
+			else
+				size[group[i]]++;
+			for (int j = 0; j < i; j++)
+			{
+				if (kinds[j] == D && group[i] < group[j])
+					bad_delete++;
+				if (group[i] == group[j] && kinds[i] == C && kinds[j] == C && strcmp(d[i], d[j]) == 0)
+					bad_clash++;
+			}
+		}
+		for (int g = 0; g < ngroups; g++)
+			if (size[g] > ZKL_WB_MAX_OPS || size[g] == 0)
+				bad_size++;
+	}
+	check(bad_clash == 0, "random: no group holds two creates of one lock directory");
+	check(bad_delete == 0, "random: no write is sent before a delete that was ready before it");
+	check(bad_size == 0, "random: no group is empty or larger than a multi may be");
+	check(bad_count == 0, "random: every write is in one of the groups counted");
+}
+
+static void
+test_outcomes(void)
+{
+	check(zkl_wb_outcome_of(ZOK) == ZKL_WB_DONE, "multi ZOK: each operation done");
+	check(zkl_wb_outcome_of(ZCONNECTIONLOSS) == ZKL_WB_UNKNOWN, "connection loss: fate unknown, as a lone request's");
+	check(zkl_wb_outcome_of(ZOPERATIONTIMEOUT) == ZKL_WB_UNKNOWN, "operation timeout: fate unknown");
+	check(zkl_wb_outcome_of(ZSESSIONEXPIRED) == ZKL_WB_SESSION, "session expired: the session's business");
+	check(zkl_wb_outcome_of(ZCLOSING) == ZKL_WB_SESSION, "closing: the session's business");
+	check(zkl_wb_outcome_of(ZNODEEXISTS) == ZKL_WB_ALONE, "one node exists: nothing done, each alone");
+	check(zkl_wb_outcome_of(ZNONODE) == ZKL_WB_ALONE, "ZNONODE (a delete's node gone, a create's parent): each alone");
+	check(zkl_wb_outcome_of(ZNOAUTH) == ZKL_WB_ALONE, "ZNOAUTH: each alone, to get its own answer");
+	check(zkl_wb_outcome_of(ZBADVERSION) == ZKL_WB_ALONE, "ZBADVERSION: each alone");
+	check(zkl_wb_outcome_of(ZRUNTIMEINCONSISTENCY) == ZKL_WB_ALONE, "another's failure: each alone");
+}
+
+int
+main(void)
+{
+	test_groups();
+	test_random();
+	test_outcomes();
+	return tap_done();
+}
