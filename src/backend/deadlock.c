@@ -37,6 +37,9 @@
  * cycle.  Each published wait carries its backend's deadlock_timeout, by
  * which the turns are counted.
  *
+ * A check's first reading may be a recent one of another backend
+ * (recent_read.c); the second is always fresh: the argument above holds.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -65,14 +68,6 @@
 #include "names/lock_name.h"
 #include "rules/waits_for.h"
 #include "names/encode.h"
-
-/*
- * How old a check's first reading of a directory may be (microseconds, of
- * a deadlock_timeout in ms): half the interval between two checks, so that
- * each check sees a reading made since the one before, and a directory is
- * read about twice per deadlock_timeout, however many backends check.
- */
-#define ZKL_SHARED_READING_AGE(timeout_ms)	((int64) (timeout_ms) * 1000 / 2)
 
 /* A wait as published in <root>/.waits (or this backend's own). */
 typedef struct zkl_published
@@ -303,8 +298,7 @@ zkl_graph_dir(zkl_graph *g, const char *dir)
 		return NULL;
 	d = &g->dirs[g->ndirs++];
 	d->dir = pstrdup(dir);
-	d->all = zkl_contenders_in(zkl_fetch_recent(zkl_lock_of_dir(dir), dir, g->max_age_us),
-							   false, false, &d->n);
+	d->all = zkl_contenders_in(zkl_fetch_recent(zkl_lock_of_dir(dir), dir, g->max_age_us), false, false, &d->n);
 	return d;
 }
 
@@ -408,9 +402,8 @@ zkl_heavyweight_waits(void)
 
 /*
  * One reading of the graph: from own (this backend's wait) when detecting,
- * or from every published wait when showing them all (own NULL); each
- * directory read afresh, or as another backend read it at most max_age_us
- * ago (recent_read.c).
+ * or from every published wait when showing them all (own NULL); read at
+ * most max_age_us ago (recent_read.c), or afresh (0).
  */
 static zkl_graph *
 zkl_read_graph(const zkl_published *own, int max_dirs, int64 max_age_us)

@@ -75,7 +75,12 @@ zkl_recent_attach(uint32 handle)
 	return seg;
 }
 
-/* Give up the filling of entry index begun at began, if it is still ours. */
+/*
+ * Leave the reading in handle in entry index, whose filling this backend
+ * began at began, and wake the backends that wait for it.  Returns the
+ * handle to unpin: the entry's reading before, or this one when another
+ * backend took the entry over meanwhile.
+ */
 static uint32
 zkl_recent_end_fill(int index, const char *dir, int64 began, uint32 handle)
 {
@@ -85,12 +90,9 @@ zkl_recent_end_fill(int index, const char *dir, int64 began, uint32 handle)
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	if (e->filler_pid == MyProcPid && e->filling_since == began && strcmp(e->dir, dir) == 0)
 	{
-		if (handle != 0)
-		{
-			old = e->handle;
-			e->handle = handle;
-			e->read_at = began;
-		}
+		old = e->handle;
+		e->handle = handle;
+		e->read_at = began;
 		e->filling_since = 0;
 		e->filler_pid = 0;
 	}
@@ -101,29 +103,19 @@ zkl_recent_end_fill(int index, const char *dir, int64 began, uint32 handle)
 
 /*
  * Read dir afresh for entry index (-1: for this check alone), then leave
- * the reading in the entry for the others.
+ * the reading in the entry for the others.  Should the reading fail, the
+ * entry stays marked as being filled: the others take that filling for
+ * abandoned once it is max_age old, and read the directory themselves.
  */
 static dsm_segment *
 zkl_recent_fill(const char *name, const char *dir, int index, int64 began)
 {
-	dsm_segment *seg;
+	dsm_segment *seg = zkl_fetch_directory(name, dir);
 	uint32		old;
 
-	PG_TRY();
-	{
-		seg = zkl_fetch_directory(name, dir);
-	}
-	PG_CATCH();
-	{
-		if (index >= 0)
-			(void) zkl_recent_end_fill(index, dir, began, 0);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
 	if (index < 0)
 		return seg;
 	dsm_pin_segment(seg);
-	/* The entry's reading before, or this one if the entry is not ours. */
 	old = zkl_recent_end_fill(index, dir, began, dsm_segment_handle(seg));
 	if (old != 0)
 		dsm_unpin_segment(old);
@@ -190,7 +182,7 @@ zkl_fetch_recent(const char *name, const char *dir, int64 max_age_us)
 		}
 		/* Wait for the reading under way, then ask again. */
 		(void) ConditionVariableTimedSleep(&zkl_shared->recent_cv,
-											   Max(max_age_us / 1000, 1),
-											   zkl_wait_event(ZKL_WAIT_WORKER));
+										   Max(max_age_us / 1000, 1),
+										   zkl_wait_event(ZKL_WAIT_WORKER));
 	}
 }

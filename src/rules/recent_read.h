@@ -22,8 +22,8 @@ typedef struct zkl_recent_view
 	bool		same_dir;		/* it is of the directory asked for */
 	bool		has_reading;	/* a reading is there */
 	int64_t		read_at;		/* when that reading began */
-	int64_t		filling_since;	/* when a backend began the next one; 0:
-								 * none is under way */
+	int64_t		filling_since;	/* when a backend began the next one; 0: none
+								 * is under way */
 	int64_t		used_at;		/* last taken or filled */
 } zkl_recent_view;
 
