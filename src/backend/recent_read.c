@@ -53,21 +53,23 @@ zkl_recent_verdict_of(const char *dir, int64 now, int64 max_age_us, int *index)
 }
 
 /*
- * Attach the reading of an entry; NULL when it was replaced meanwhile, or
- * when its handle names some other segment now (not a reply that fits).
+ * Attach the reading handle of entry index, of dir; NULL when the entry
+ * let it go meanwhile.  While the entry holds it, its pin keeps it alive
+ * and no other segment has its handle: what was attached is that reading.
  */
 static dsm_segment *
-zkl_recent_attach(uint32 handle)
+zkl_recent_attach(int index, const char *dir, uint32 handle)
 {
 	dsm_segment *seg = dsm_attach(handle);
-	zkl_inspect_reply *reply;
+	const zkl_recent_entry *e = &zkl_shared->recent[index];
+	bool		held;
 
 	if (seg == NULL)
 		return NULL;
-	reply = dsm_segment_address(seg);
-	if (dsm_segment_map_length(seg) < MAXALIGN(sizeof(zkl_inspect_reply)) ||
-		dsm_segment_map_length(seg) != MAXALIGN(sizeof(zkl_inspect_reply)) + reply->capacity ||
-		reply->needed > reply->capacity)
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	held = e->handle == handle && strcmp(e->dir, dir) == 0;
+	LWLockRelease(zkl_shared->lock);
+	if (!held)
 	{
 		dsm_detach(seg);
 		return NULL;
@@ -177,7 +179,7 @@ zkl_fetch_recent(const char *name, const char *dir, int64 max_age_us)
 		{
 			ConditionVariableCancelSleep();
 			/* Replaced since: a reading of this check's own, not shared. */
-			seg = zkl_recent_attach(handle);
+			seg = zkl_recent_attach(index, dir, handle);
 			return seg != NULL ? seg : zkl_fetch_directory(name, dir);
 		}
 		/* Wait for the reading under way, then ask again. */
