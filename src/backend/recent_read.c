@@ -107,7 +107,7 @@ zkl_recent_end_fill(int index, const char *dir, int64 began, uint32 handle)
  * Read dir afresh for entry index (-1: for this check alone), then leave
  * the reading in the entry for the others.  Should the reading fail, the
  * entry stays marked as being filled: the others take that filling for
- * abandoned once it is max_age old, and read the directory themselves.
+ * abandoned once it is twice max_age old, and read the directory.
  */
 static dsm_segment *
 zkl_recent_fill(const char *name, const char *dir, int index, int64 began)

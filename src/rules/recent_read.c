@@ -7,8 +7,8 @@
  *		a cycle formed since (found at a later check) or show one that is
  *		gone (which the check's second, fresh, reading refutes).  While a
  *		backend reads a directory for the others, they wait for it instead
- *		of reading it too; a reading under way for longer than max_age is
- *		taken for abandoned.  So a directory is read at most about once
+ *		of reading it too; a reading under way for longer than twice
+ *		max_age is taken for abandoned.  So a directory is read about once
  *		per max_age, however many backends check: the traffic of a round
  *		of checks grows with the directories' sizes, not with their
  *		product with the number of waiters.
@@ -17,12 +17,17 @@
  */
 #include "rules/recent_read.h"
 
-/* Whether a reading of the entry is under way and not abandoned. */
+/*
+ * Whether a reading of the entry is under way and not abandoned: one that
+ * failed leaves its entry marked, and is taken for abandoned once it is
+ * twice max_age old (on a slow machine, a reading may take longer than
+ * max_age and still be worth waiting for).
+ */
 static bool
 zkl_recent_filling(const zkl_recent_view *e, int64_t now, int64_t max_age)
 {
 	return e->filling_since != 0 && e->filling_since <= now &&
-		now - e->filling_since <= max_age;
+		now - e->filling_since <= 2 * max_age;
 }
 
 /*

@@ -48,8 +48,10 @@ test_same_directory(void)
 	v[1] = entry(true, true, 1000, 1150, 1150);
 	check(zkl_recent_choose(v, 2, 1200, 100, &i) == ZKL_RECENT_AWAIT && i == 1,
 		  "an old reading with a new one under way: wait for it");
-	check(zkl_recent_choose(v, 2, 1251, 100, &i) == ZKL_RECENT_FILL && i == 1,
-		  "a reading under way for longer than max_age is abandoned: read it");
+	check(zkl_recent_choose(v, 2, 1350, 100, &i) == ZKL_RECENT_AWAIT && i == 1,
+		  "one under way for twice max_age is still waited for");
+	check(zkl_recent_choose(v, 2, 1351, 100, &i) == ZKL_RECENT_FILL && i == 1,
+		  "one under way for longer is abandoned: read it");
 	v[1] = entry(true, false, 0, 1150, 1150);
 	check(zkl_recent_choose(v, 2, 1160, 100, &i) == ZKL_RECENT_AWAIT && i == 1,
 		  "the first reading under way: wait for it");
