@@ -232,7 +232,13 @@ zkl_contenders_of(zkl_inspect_reply *reply, bool leases, bool describe, int *cou
 zkl_contender *
 zkl_read_contenders(const char *name, const char *dir, bool leases, bool describe, int *count)
 {
-	dsm_segment *seg;
+	return zkl_contenders_in(zkl_fetch_directory(name, dir), leases, describe, count);
+}
+
+/* The same, from the worker's reply in seg, which it detaches. */
+zkl_contender *
+zkl_contenders_in(dsm_segment *seg, bool leases, bool describe, int *count)
+{
 	zkl_contender *all;
 	zkl_contender_name *queue;
 	const char **owners;
@@ -242,7 +248,6 @@ zkl_read_contenders(const char *name, const char *dir, bool leases, bool describ
 	const char *const **scratch;
 	int			n;
 
-	seg = zkl_fetch_directory(name, dir);
 	all = zkl_contenders_of(dsm_segment_address(seg), leases, describe, &n);
 	dsm_detach(seg);
 

@@ -44,6 +44,8 @@ typedef struct zkl_contender
 extern dsm_segment *zkl_fetch_directory(const char *name, const char *dir);
 extern zkl_contender *zkl_read_contenders(const char *name, const char *dir, bool leases,
 										  bool describe, int *count);
+extern zkl_contender *zkl_contenders_in(dsm_segment *seg, bool leases, bool describe,
+										int *count);
 extern const char *zkl_client_of(const zkl_contender *c, bool is_zklock);
 extern void zkl_list_contenders(FunctionCallInfo fcinfo, text *name);
 extern bool zkl_verify_token(text *name, int64 token);

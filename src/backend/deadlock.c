@@ -37,6 +37,9 @@
  * cycle.  Each published wait carries its backend's deadlock_timeout, by
  * which the turns are counted.
  *
+ * A check's first reading may be a recent one of another backend
+ * (recent_read.c); the second is always fresh: the argument above holds.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -59,6 +62,7 @@
 
 #include "backend/contenders.h"
 #include "backend/deadlock.h"
+#include "backend/recent_read.h"
 #include "backend/request.h"
 #include "rules/json_fields.h"
 #include "names/lock_name.h"
@@ -129,6 +133,7 @@ typedef struct zkl_graph
 	zkl_dir_read *dirs;
 	int			ndirs;
 	int			max_dirs;
+	int64		max_age_us;		/* how old a shared reading may be */
 	zkl_backend_ref queue[ZKL_MAX_WAIT_EDGES + 1];	/* backends to follow */
 	int			nqueue;
 } zkl_graph;
@@ -206,7 +211,7 @@ zkl_read_waits(zkl_graph *g)
 {
 	static const char *const keys[] = {"lock_dir", "lock_node", "czxid", "mode", "cluster", "host", "port", "deadlock_timeout"};
 	char	   *dir = zkl_waits_dir();
-	dsm_segment *seg = zkl_fetch_directory(".waits", dir);
+	dsm_segment *seg = zkl_fetch_recent(".waits", dir, g->max_age_us);
 	zkl_inspect_reply *reply = dsm_segment_address(seg);
 	char	   *p = (char *) reply + MAXALIGN(sizeof(zkl_inspect_reply));
 
@@ -294,7 +299,7 @@ zkl_graph_dir(zkl_graph *g, const char *dir)
 		return NULL;
 	d = &g->dirs[g->ndirs++];
 	d->dir = pstrdup(dir);
-	d->all = zkl_read_contenders(zkl_lock_of_dir(dir), dir, false, false, &d->n);
+	d->all = zkl_contenders_in(zkl_fetch_recent(zkl_lock_of_dir(dir), dir, g->max_age_us), false, false, &d->n);
 	return d;
 }
 
@@ -398,10 +403,11 @@ zkl_heavyweight_waits(void)
 
 /*
  * One reading of the graph: from own (this backend's wait) when detecting,
- * or from every published wait when showing them all (own NULL).
+ * or from every published wait when showing them all (own NULL); read at
+ * most max_age_us ago (recent_read.c), or afresh (0).
  */
 static zkl_graph *
-zkl_read_graph(const zkl_published *own, int max_dirs)
+zkl_read_graph(const zkl_published *own, int max_dirs, int64 max_age_us)
 {
 	zkl_graph  *g = palloc0(sizeof(zkl_graph));
 	char	   *cluster = zkl_own_cluster_label();
@@ -410,6 +416,7 @@ zkl_read_graph(const zkl_published *own, int max_dirs)
 	g->session = zkl_shared->session_id;
 	LWLockRelease(zkl_shared->lock);
 	g->max_dirs = max_dirs;
+	g->max_age_us = max_age_us;
 	g->dirs = palloc0(sizeof(zkl_dir_read) * max_dirs);
 	zkl_read_waits(g);
 
@@ -609,7 +616,7 @@ zkl_deadlock_check(int slotno, uint32 generation, const char *name)
 		zkl_checking = true;
 		PG_TRY();
 		{
-			first = zkl_read_graph(&own, ZKL_MAX_CYCLE);
+			first = zkl_read_graph(&own, ZKL_MAX_CYCLE, ZKL_SHARED_READING_AGE(DeadlockTimeout));
 			n1 = zkl_deadlock_victim_cycle(first->edges, first->nedges, own.who, own.czxid,
 										   cycle1, ZKL_MAX_CYCLE);
 			if (n1 == 0)
@@ -617,7 +624,7 @@ zkl_deadlock_check(int slotno, uint32 generation, const char *name)
 				n1 = zkl_standin_cycle(first, &own, slotno, generation, cycle1);
 				standin = n1 > 0;
 			}
-			second = n1 > 0 ? zkl_read_graph(&own, ZKL_MAX_CYCLE) : NULL;
+			second = n1 > 0 ? zkl_read_graph(&own, ZKL_MAX_CYCLE, 0) : NULL;
 		}
 		PG_FINALLY();
 		{
@@ -675,7 +682,7 @@ zkl_list_waits_for(FunctionCallInfo fcinfo)
 
 	zkl_require_shmem();
 	InitMaterializedSRF(fcinfo, 0);
-	g = zkl_read_graph(NULL, 64);
+	g = zkl_read_graph(NULL, 64, 0);
 	for (int i = 0; i < g->nedges; i++)
 	{
 		const zkl_wait_edge *e = &g->edges[i];

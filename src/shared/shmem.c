@@ -91,6 +91,7 @@ zkl_shmem_startup(void)
 		zkl_shared->worker_procno = -1;
 		zkl_shared->session_state = ZKL_SESSION_STARTING;
 		ConditionVariableInit(&zkl_shared->contact_cv);
+		ConditionVariableInit(&zkl_shared->recent_cv);
 		pg_atomic_init_u64(&zkl_shared->counters.acquired, 0);
 		pg_atomic_init_u64(&zkl_shared->counters.released, 0);
 		pg_atomic_init_u64(&zkl_shared->counters.timeouts, 0);

@@ -217,6 +217,21 @@ typedef struct zkl_counters
 
 #define zkl_count(field)	pg_atomic_fetch_add_u64(&zkl_shared->counters.field, 1)
 
+/*
+ * A recent reading of a directory that deadlock checks share
+ * (backend/recent_read.c): a pinned segment holding the worker's reply.
+ */
+#define ZKL_RECENT_READS	16
+typedef struct zkl_recent_entry
+{
+	char		dir[ZKL_MAX_DIR_LEN];	/* "": unused */
+	uint32		handle;			/* dsm_handle of the reading; 0: none */
+	int64		read_at;		/* when it began, on zkl_now()'s clock */
+	int64		filling_since;	/* a backend reads it anew; 0: none */
+	int			filler_pid;
+	int64		used_at;
+} zkl_recent_entry;
+
 typedef struct zkl_shared_state
 {
 	LWLock	   *lock;
@@ -248,6 +263,8 @@ typedef struct zkl_shared_state
 	int		   *queue;			/* nslots entries, after the slots */
 	int			nbackends;		/* entries of backends: MaxBackends */
 	struct zkl_backend_use *backends;	/* after the queue */
+	zkl_recent_entry recent[ZKL_RECENT_READS];
+	ConditionVariable recent_cv;	/* a shared reading is done or given up */
 	zkl_slot	slots[FLEXIBLE_ARRAY_MEMBER];
 } zkl_shared_state;
 
