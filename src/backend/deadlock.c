@@ -238,8 +238,7 @@ zkl_read_waits(zkl_graph *g)
 			w->czxid = f[2] ? strtoll(f[2], NULL, 10) : 0;
 			w->mode = zkl_from_utf8(f[3]);
 			w->cluster = zkl_cluster_label(zkl_from_utf8(f[4]), zkl_from_utf8(f[5]), zkl_from_utf8(f[6]));
-			/* deadlock_timeout's own bounds: turns are counted in it. */
-			w->timeout_ms = f[7] ? Min(Max(strtoll(f[7], NULL, 10), 0), INT_MAX) : 0;
+			w->timeout_ms = f[7] ? Min(Max(strtoll(f[7], NULL, 10), 0), INT_MAX) : 0;	/* the setting's bounds */
 			if (zkl_lock_dir_ok(w->dir, w->node) && w->czxid != 0)
 				g->nwaits++;
 		}

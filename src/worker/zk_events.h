@@ -93,6 +93,7 @@ extern int	zkl_events_init(void);
 extern zkl_event *zkl_events_take(void);
 extern void zkl_event_free(zkl_event *ev);
 extern const void *zkl_request_ctx(zkl_event_kind kind, int slotno, uint32 opgen);
+
 /* write_batch.c's multi completion posts its own events (any thread) */
 extern zkl_event *zkl_event_new(const void *data, int rc);
 extern void zkl_event_post(zkl_event *ev);
