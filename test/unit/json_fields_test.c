@@ -92,14 +92,18 @@ test_memory(void)
 	int			size = 256 * 1024;
 	char	   *keys_only = repeated("{\"system_identifier\":\"1\"", "\"a\":0", "}", size);
 	char	   *dup_values = repeated("{\"system_identifier\":\"1\"", "\"pid\":\"a\"", "}", size);
+	char	   *broken_keys = repeated("{\"system_identifier\":\"1\"", "\"\\udd1f\":0", "}", size);
 	size_t		bound = 2 * (size_t) size + 65536;
 
 	check(kept_by_reading(keys_only, strlen(keys_only)) <= bound,
 		  "memory: 256 kB of keys keep at most twice their size (fuzz: contender_json_fuzz)");
 	check(kept_by_reading(dup_values, strlen(dup_values)) <= bound,
 		  "memory: 256 kB of duplicate fields keep at most twice their size (fuzz: waits_fuzz)");
+	check(kept_by_reading(broken_keys, strlen(broken_keys)) <= bound,
+		  "memory: 256 kB of keys with a broken escape keep at most twice their size (fuzz: contender_json_fuzz)");
 	free(keys_only);
 	free(dup_values);
+	free(broken_keys);
 }
 
 static void
