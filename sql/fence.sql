@@ -203,9 +203,10 @@ SELECT zk_fence('fence.role', :role_token + 1);
 SELECT zk_fence('fence.role', :role_token - 1);
 \echo :LAST_ERROR_SQLSTATE
 SELECT zk_lock_release('fence.role');
--- released: the token is still the fence's newest (the same holder writing
--- late is what fencing cannot tell from a live one); a newer one needs a lock
+-- released: the token is still the fence's newest, but anyone can read it
+-- from the fence: an equal token, as a newer one, needs a holder
 SELECT zk_fence('fence.role', :role_token);
+\echo :LAST_ERROR_SQLSTATE
 SELECT zk_fence('fence.role', :role_token + 1);
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM zk_fence_tokens;

@@ -9,7 +9,9 @@
  *
  * Properties, beyond the sanitizers: a cycle found is a chain of edges
  * from self back to self, within max_cycle; a victim's cycle has no other
- * zklock waiter newer than self, or goes through a PostgreSQL lock wait.
+ * zklock waiter newer than self (requests of one multi share a czxid: the
+ * higher session, then pid, is the newer), or goes through a PostgreSQL
+ * lock wait.
  *
  *-------------------------------------------------------------------------
  */
@@ -69,7 +71,10 @@ check_victim(const zkl_wait_edge *edges, int nedges, zkl_backend_ref self,
 		heavy |= edges[cycle[k]].kind == ZKL_WAIT_HEAVYWEIGHT;
 		if (k == 0)
 			continue;
-		if (czxid >= self_czxid)
+		/* Newer: a higher czxid, or one multi's: a higher session, then pid. */
+		if (czxid > self_czxid ||
+			(czxid == self_czxid && (m.session > self.session ||
+									 (m.session == self.session && m.pid > self.pid))))
 		{
 			older = false;
 			if (m.session == self.session)
