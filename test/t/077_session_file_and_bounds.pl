@@ -297,7 +297,7 @@ for my $g (sort keys %bounds)
 		# Past INT_MAX the value is no integer at all.
 		like($stderr, $v > $INT_MAX
 			? qr/invalid value for parameter "\Q$g\E": "\Q$v\E".*\n.*Value exceeds integer range/
-			: qr/\Q$v\E(?: ms)? is outside the valid range for parameter "\Q$g\E" \(\Q$min\E \.\. \Q$max\E\)/,
+			: qr/\Q$v\E(?: ms)? is outside the valid range for parameter "\Q$g\E" \(\Q$min\E(?: ms)? \.\. \Q$max\E(?: ms)?\)/,
 			"(3) ALTER SYSTEM SET $g = $v is refused: outside the valid range");
 		is($st, '22023', "(3) ... with SQLSTATE 22023");
 	}
