@@ -31,6 +31,7 @@
 #   ZklockTest::Poll       wait_until
 #   ZklockTest::Cleanup    stopping, at exit, what the others started
 #   ZklockTest::Command    running the suite's programs (zkserver.sh, zkutil)
+#   ZklockTest::Fenced     the fencing tests' fenced table and its writers
 # This module loads them all and exports everything they export.
 package ZklockTest;
 
@@ -44,12 +45,14 @@ use ZklockTest::ZooKeeper;
 use ZklockTest::Node;
 use ZklockTest::Peer;
 use ZklockTest::Roles;
+use ZklockTest::Fenced;
 use ZklockTest::Wire;
 
 our @EXPORT = (
 	@ZklockTest::ZooKeeper::EXPORT, @ZklockTest::Node::EXPORT,
 	@ZklockTest::Peer::EXPORT,      @ZklockTest::Poll::EXPORT,
 	@ZklockTest::Roles::EXPORT,      @ZklockTest::Wire::EXPORT,
+	@ZklockTest::Fenced::EXPORT,
 );
 
 1;

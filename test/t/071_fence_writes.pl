@@ -24,38 +24,18 @@ use PostgreSQL::Test::Utils;
 
 my $zk = zk_start(1);
 my $a = zklock_node('a', $zk);
-$a->safe_psql('postgres', q{
-CREATE ROLE app LOGIN;
-GRANT EXECUTE ON FUNCTION zk_lock_acquire(text, interval), zk_lock_release(text),
-	zk_fence(text, bigint), zk_fence_table(regclass, text, bigint) TO app;
-CREATE TABLE docs (id int PRIMARY KEY, body text, token bigint);
-CREATE TRIGGER docs_fence BEFORE INSERT OR UPDATE ON docs
-	FOR EACH ROW EXECUTE FUNCTION zk_fence_trigger('docs', 'token');
-CREATE TRIGGER docs_fence_delete BEFORE DELETE ON docs
-	FOR EACH ROW EXECUTE FUNCTION zk_fence_delete_trigger('docs');
-GRANT SELECT, INSERT, UPDATE, DELETE ON docs TO app;
-});
+fenced_docs($a, delete_trigger => 1);
 
-sub app_session
-{
-	my $s = bg_session($a, extra_params => [ '-U', 'app' ]);
-	$s->query_safe('\set VERBOSITY verbose');
-	return $s;
-}
 
-sub row
-{
-	return $a->safe_psql('postgres', "SELECT body || ':' || token FROM docs WHERE id = $_[0]");
-}
 
 # (1) UPDATE without the token column.
-my $s1 = app_session();
+my $s1 = app_session($a);
 my $t1 = $s1->query_safe("SELECT zk_lock_acquire('docs')");
 is(bg_sqlstate($s1, "INSERT INTO docs VALUES (1, 'first', $t1), (2, 'second', $t1)"), 'ok',
 	'the holder inserts with its token');
 is(bg_sqlstate($s1, "UPDATE docs SET body = 'first, again' WHERE id = 1"), 'ok',
 	'the holder updates without naming the token');
-is(row(1), "first, again:$t1", '... and the row carries its token');
+is(doc_row($a, 1), "first, again:$t1", '... and the row carries its token');
 $s1->query_safe("SELECT zk_lock_release('docs')");
 
 is(bg_sqlstate($s1, "UPDATE docs SET body = 'no lock' WHERE id = 1"), 'ZK004',
@@ -66,15 +46,15 @@ is(bg_sqlstate($s1,
 is(bg_sqlstate($s1,
 		"INSERT INTO docs VALUES (1, 'upsert', $t1) ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body"),
 	'ZK004', "... and ON CONFLICT's update that leaves the token alone");
-is(row(1), "first, again:$t1", 'the row is as the holder left it');
+is(doc_row($a, 1), "first, again:$t1", 'the row is as the holder left it');
 
-my $s2 = app_session();
+my $s2 = app_session($a);
 my $t2 = $s2->query_safe("SELECT zk_lock_acquire('docs')");
 cmp_ok($t2, '>', $t1, 'a new holder has a newer token');
 is(bg_sqlstate($s2,
 		"MERGE INTO docs d USING (SELECT 1 AS id) s ON d.id = s.id WHEN MATCHED THEN UPDATE SET body = 'merged'"),
 	'ok', "the new holder's MERGE update without the token is accepted");
-is(row(1), "merged:$t2", '... fenced with its token, which the row now carries');
+is(doc_row($a, 1), "merged:$t2", '... fenced with its token, which the row now carries');
 is($a->safe_psql('postgres', "SELECT token FROM zk_fence_table_tokens WHERE resource = 'docs'"), $t2,
 	"the table's fence holds the new holder's token");
 
@@ -84,7 +64,7 @@ is(bg_sqlstate($s1, "UPDATE docs SET body = 'stale', token = $t1 WHERE id = 2"),
 	'an older token written in the row is refused (ZK003)');
 
 # (2) DELETE.
-my $s3 = app_session();
+my $s3 = app_session($a);
 is(bg_sqlstate($s3, 'DELETE FROM docs WHERE id = 2'), 'ZK004', 'a delete without the lock is refused (ZK004)');
 is(bg_sqlstate($s3,
 		"MERGE INTO docs d USING (SELECT 2 AS id) s ON d.id = s.id WHEN MATCHED THEN DELETE"),
@@ -108,10 +88,10 @@ $s2->query_safe("SELECT zk_lock_release('docs')");
 # deadlock.  With zk_fence_table first, the second connection waits at the
 # fence holding no row, and both go through.
 {
-	my $h = app_session();
+	my $h = app_session($a);
 	my $th = $h->query_safe("SELECT zk_lock_acquire('docs')");
 	is(bg_sqlstate($h, "INSERT INTO docs VALUES (10, 'r', $th), (11, 'r', $th)"), 'ok', 'the holder writes rows 10 and 11');
-	my $other = app_session();
+	my $other = app_session($a);
 	my $waits = sub {
 		wait_until(sub { $a->safe_psql('postgres',
 			"SELECT wait_event_type FROM pg_stat_activity WHERE pid = $other->{pid}") eq 'Lock' }, 30,
@@ -156,7 +136,7 @@ for my $case ([ 'zk_fence', "SELECT zk_fence('docs', %s)" ],
 	[ 'the trigger', "UPDATE docs SET body = 'by %s' WHERE id = 1" ])
 {
 	my ($what, $sql) = @$case;
-	my $old = app_session();
+	my $old = app_session($a);
 	my $old_pid = $old->query_safe('SELECT pg_backend_pid()');
 	my $to = $old->query_safe("SELECT zk_lock_acquire('docs')");
 	$old->query_safe('BEGIN');
@@ -168,7 +148,7 @@ for my $case ([ 'zk_fence', "SELECT zk_fence('docs', %s)" ],
 		30, 'the stale holder to end'), "$what: the stale holder's backend is ended");
 	like(slurp_file($a->logfile, $log), qr/terminating backend $old_pid: its transaction holds a fence row of ZooKeeper lock "docs", which it lost/,
 		"$what: the log says why");
-	my $new = app_session();
+	my $new = app_session($a);
 	$new->query_safe("SET statement_timeout = '5s'");
 	my $tn = $new->query_safe("SELECT zk_lock_acquire('docs')");
 	is(bg_sqlstate($new, "SELECT zk_fence('docs', $tn)"), 'ok', "$what: the new holder's zk_fence answers");

@@ -25,34 +25,16 @@ use PostgreSQL::Test::Utils;
 
 my $zk = zk_start(1);
 my $a = zklock_node('a', $zk);
-$a->safe_psql('postgres', q{
-CREATE ROLE app LOGIN;
-GRANT EXECUTE ON FUNCTION zk_lock_acquire(text, interval), zk_lock_release(text),
-	zk_fence(text, bigint), zk_fence_table(regclass, text, bigint) TO app;
-CREATE TABLE docs (id int PRIMARY KEY, body text, token bigint);
-CREATE TRIGGER docs_fence BEFORE INSERT OR UPDATE ON docs
-	FOR EACH ROW EXECUTE FUNCTION zk_fence_trigger('docs', 'token');
-GRANT SELECT, INSERT, UPDATE, DELETE ON docs TO app;
-});
+fenced_docs($a);
 
-sub app_session
-{
-	my $s = bg_session($a, extra_params => [ '-U', 'app' ]);
-	$s->query_safe('\set VERBOSITY verbose');
-	return $s;
-}
 
-sub row
-{
-	return $a->safe_psql('postgres', "SELECT body || ':' || token FROM docs WHERE id = $_[0]");
-}
 
-my $holder = app_session();
+my $holder = app_session($a);
 my $t = $holder->query_safe("SELECT zk_lock_acquire('docs')");
 is(bg_sqlstate($holder, "INSERT INTO docs VALUES (1, 'holder', $t)"), 'ok', 'the holder writes row 1 with its token');
 $holder->query_safe("SELECT zk_lock_release('docs')");
 
-my $other = app_session();
+my $other = app_session($a);
 is(bg_sqlstate($other, "UPDATE docs SET body = 'no lock' WHERE id = 1"), 'ZK004',
 	'without the lock, an update that leaves the token out is refused (ZK004)');
 is(bg_sqlstate($other, "UPDATE docs SET body = 'no lock', token = token WHERE id = 1"), 'ZK004',
@@ -63,7 +45,7 @@ is(bg_sqlstate($other, "UPDATE docs SET body = 'orm save', token = $read WHERE i
 is(bg_sqlstate($other,
 		"INSERT INTO docs VALUES (1, 'upsert', $read) ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body, token = EXCLUDED.token"),
 	'ZK004', "(2) ... and ON CONFLICT's update that sets the row's token again");
-is(row(1), "holder:$t", 'the row is as the holder left it');
+is(doc_row($a, 1), "holder:$t", 'the row is as the holder left it');
 
 $holder->quit;
 $other->quit;
