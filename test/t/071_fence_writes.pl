@@ -29,7 +29,7 @@ fenced_docs($a, delete_trigger => 1);
 
 
 # (1) UPDATE without the token column.
-my $s1 = app_session($a);
+my $s1 = docs_writer($a);
 my $t1 = $s1->query_safe("SELECT zk_lock_acquire('docs')");
 is(bg_sqlstate($s1, "INSERT INTO docs VALUES (1, 'first', $t1), (2, 'second', $t1)"), 'ok',
 	'the holder inserts with its token');
@@ -48,7 +48,7 @@ is(bg_sqlstate($s1,
 	'ZK004', "... and ON CONFLICT's update that leaves the token alone");
 is(doc_row($a, 1), "first, again:$t1", 'the row is as the holder left it');
 
-my $s2 = app_session($a);
+my $s2 = docs_writer($a);
 my $t2 = $s2->query_safe("SELECT zk_lock_acquire('docs')");
 cmp_ok($t2, '>', $t1, 'a new holder has a newer token');
 is(bg_sqlstate($s2,
@@ -64,7 +64,7 @@ is(bg_sqlstate($s1, "UPDATE docs SET body = 'stale', token = $t1 WHERE id = 2"),
 	'an older token written in the row is refused (ZK003)');
 
 # (2) DELETE.
-my $s3 = app_session($a);
+my $s3 = docs_writer($a);
 is(bg_sqlstate($s3, 'DELETE FROM docs WHERE id = 2'), 'ZK004', 'a delete without the lock is refused (ZK004)');
 is(bg_sqlstate($s3,
 		"MERGE INTO docs d USING (SELECT 2 AS id) s ON d.id = s.id WHEN MATCHED THEN DELETE"),
@@ -88,10 +88,10 @@ $s2->query_safe("SELECT zk_lock_release('docs')");
 # deadlock.  With zk_fence_table first, the second connection waits at the
 # fence holding no row, and both go through.
 {
-	my $h = app_session($a);
+	my $h = docs_writer($a);
 	my $th = $h->query_safe("SELECT zk_lock_acquire('docs')");
 	is(bg_sqlstate($h, "INSERT INTO docs VALUES (10, 'r', $th), (11, 'r', $th)"), 'ok', 'the holder writes rows 10 and 11');
-	my $other = app_session($a);
+	my $other = docs_writer($a);
 	my $waits = sub {
 		wait_until(sub { $a->safe_psql('postgres',
 			"SELECT wait_event_type FROM pg_stat_activity WHERE pid = $other->{pid}") eq 'Lock' }, 30,
@@ -136,7 +136,7 @@ for my $case ([ 'zk_fence', "SELECT zk_fence('docs', %s)" ],
 	[ 'the trigger', "UPDATE docs SET body = 'by %s' WHERE id = 1" ])
 {
 	my ($what, $sql) = @$case;
-	my $old = app_session($a);
+	my $old = docs_writer($a);
 	my $old_pid = $old->query_safe('SELECT pg_backend_pid()');
 	my $to = $old->query_safe("SELECT zk_lock_acquire('docs')");
 	$old->query_safe('BEGIN');
@@ -148,7 +148,7 @@ for my $case ([ 'zk_fence', "SELECT zk_fence('docs', %s)" ],
 		30, 'the stale holder to end'), "$what: the stale holder's backend is ended");
 	like(slurp_file($a->logfile, $log), qr/terminating backend $old_pid: its transaction holds a fence row of ZooKeeper lock "docs", which it lost/,
 		"$what: the log says why");
-	my $new = app_session($a);
+	my $new = docs_writer($a);
 	$new->query_safe("SET statement_timeout = '5s'");
 	my $tn = $new->query_safe("SELECT zk_lock_acquire('docs')");
 	is(bg_sqlstate($new, "SELECT zk_fence('docs', $tn)"), 'ok', "$what: the new holder's zk_fence answers");

@@ -29,12 +29,12 @@ fenced_docs($a);
 
 
 
-my $holder = app_session($a);
+my $holder = docs_writer($a);
 my $t = $holder->query_safe("SELECT zk_lock_acquire('docs')");
 is(bg_sqlstate($holder, "INSERT INTO docs VALUES (1, 'holder', $t)"), 'ok', 'the holder writes row 1 with its token');
 $holder->query_safe("SELECT zk_lock_release('docs')");
 
-my $other = app_session($a);
+my $other = docs_writer($a);
 is(bg_sqlstate($other, "UPDATE docs SET body = 'no lock' WHERE id = 1"), 'ZK004',
 	'without the lock, an update that leaves the token out is refused (ZK004)');
 is(bg_sqlstate($other, "UPDATE docs SET body = 'no lock', token = token WHERE id = 1"), 'ZK004',

@@ -27,12 +27,12 @@ my $a = zklock_node('a', $zk);
 fenced_docs($a);
 
 
-my $h = app_session($a);
+my $h = docs_writer($a);
 my $h_pid = $h->query_safe('SELECT pg_backend_pid()');
 my $th = $h->query_safe("SELECT zk_lock_acquire('docs')");
 is(bg_sqlstate($h, "INSERT INTO docs VALUES (1, 'h', $th), (2, 'h', $th)"), 'ok', 'H writes rows 1 and 2 with its token');
 
-my $c = app_session($a);
+my $c = docs_writer($a);
 $c->query_safe("SET idle_in_transaction_session_timeout = '3s'");
 $c->query_safe('BEGIN');
 is(bg_sqlstate($c, "UPDATE docs SET body = 'c', token = $th WHERE id = 1"), 'ok',
@@ -41,7 +41,7 @@ is(bg_sqlstate($c, "UPDATE docs SET body = 'c', token = $th WHERE id = 1"), 'ok'
 ok(zk_delete($zk, held_znode($a, $h_pid, 'docs')), "H's node is deleted (as an expiry would) while C is idle in its transaction");
 ok(wait_until(sub { lock_state($a, $h_pid, 'docs') eq 'lost' }, 15, 'H to turn lost'), "zk_locks shows H's hold lost");
 
-my $n = app_session($a);
+my $n = docs_writer($a);
 $n->query_safe("SET statement_timeout = '20s'");
 my $tn = $n->query_safe("SELECT zk_lock_acquire('docs')");
 cmp_ok($tn, '>', $th, 'a new holder N has a newer token');

@@ -6,7 +6,7 @@
 #       and zk_fence_table; table docs (id, body, token) fenced by
 #       zk_fence_trigger('docs', 'token') (and zk_fence_delete_trigger with
 #       delete_trigger), which app may read and write.
-#   app_session($node)   a background session as app, VERBOSITY verbose
+#   docs_writer($node)   a background session as app, VERBOSITY verbose
 #   doc_row($node, $id)  "body:token" of row $id
 package ZklockTest::Fenced;
 
@@ -16,7 +16,7 @@ use warnings FATAL => 'all';
 use Exporter 'import';
 use ZklockTest::Node;
 
-our @EXPORT = qw(fenced_docs app_session doc_row);
+our @EXPORT = qw(fenced_docs docs_writer doc_row);
 
 sub fenced_docs
 {
@@ -36,7 +36,7 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON docs TO app;
 	return;
 }
 
-sub app_session
+sub docs_writer
 {
 	my ($node) = @_;
 	my $s = bg_session($node, extra_params => [ '-U', 'app' ]);
