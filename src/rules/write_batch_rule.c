@@ -78,6 +78,38 @@ zkl_wb_group(const zkl_wb_kind *kinds, const char *const *dirs, int n, int *grou
 }
 
 /*
+ * Whether the n operations ready now wait for the answer of the multis in
+ * flight (in_flight of them) rather than leave.  While a multi is in
+ * flight, what becomes ready gathers and leaves with its answer, as one
+ * multi: under load each multi carries what came while the last one was
+ * answered, and ZooKeeper pays once for all of it (a group commit).  With no
+ * multi in flight nothing waits, so a lone request, and a light load whose
+ * writes go alone, keep their latency; nor does anything wait for a session
+ * that is not connected, where each operation goes alone and gets its own
+ * answer.
+ */
+bool
+zkl_wb_hold(int in_flight, int n, bool connected)
+{
+	return connected && n > 0 && in_flight >= ZKL_WB_MAX_IN_FLIGHT;
+}
+
+/*
+ * Whether a create of a multi must list its lock directory, given the
+ * directory's numChildren in the Stat of the multi's setData of it, which
+ * comes after the create in the same transaction.  One child is the create's
+ * own node: nothing is below it, and whatever is created later is numbered
+ * higher, so the listing would only say that the request holds.  Anything
+ * else (a contender, a node of another kind, a count that cannot be) needs
+ * the listing.
+ */
+bool
+zkl_wb_must_list(int num_children)
+{
+	return num_children != 1;
+}
+
+/*
  * What the multi's answer (multi_rc, the first failing operation's code)
  * means for each of its operations.  A multi is carried out whole or not
  * at all: when one operation fails, none is done, whichever failed, so

@@ -16,6 +16,9 @@
 /* The most operations one multi carries (its lock operations). */
 #define ZKL_WB_MAX_OPS		64
 
+/* Multis in flight at most before ready writes wait for an answer. */
+#define ZKL_WB_MAX_IN_FLIGHT	1
+
 typedef enum zkl_wb_kind
 {
 	ZKL_WB_CREATE,				/* a lock request's contender node */
@@ -35,6 +38,8 @@ typedef enum zkl_wb_outcome
 
 extern int	zkl_wb_group(const zkl_wb_kind *kinds, const char *const *dirs, int n,
 						 int *group);
+extern bool zkl_wb_must_list(int num_children);
+extern bool zkl_wb_hold(int in_flight, int n, bool connected);
 extern zkl_wb_outcome zkl_wb_outcome_of(int multi_rc);
 
 #endif							/* ZKLOCK_WRITE_BATCH_RULE_H */

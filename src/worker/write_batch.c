@@ -69,22 +69,38 @@ typedef struct zkl_wb_op
 	char	   *data;			/* create: the node's data */
 } zkl_wb_op;
 
-/* One multi in flight: malloc'd, freed by its completion (or at refusal). */
+/*
+ * One multi in flight: malloc'd, freed by its completion (or at refusal).
+ * Its lock operations come first in ops[]; then, for each create, a setData
+ * of the create's lock directory (setop[i] is its index, stats[i] its Stat).
+ */
 typedef struct zkl_wb_multi
 {
 	int			nlock;			/* lock operations, first in ops[] */
-	int			nops;			/* ... and the setData, if any creates */
+	int			nops;			/* ... and the setData of each create */
 	uintptr_t	ctx[ZKL_WB_MAX_OPS];	/* each lock operation's context */
 	zkl_wb_kind kind[ZKL_WB_MAX_OPS];
-	zoo_op_t	ops[ZKL_WB_MAX_OPS + 1];
-	zoo_op_result_t results[ZKL_WB_MAX_OPS + 1];
-	struct Stat stat;			/* the setData's: mzxid is the multi's zxid */
+	zoo_op_t	ops[2 * ZKL_WB_MAX_OPS];
+	zoo_op_result_t results[2 * ZKL_WB_MAX_OPS];
+	struct Stat stats[ZKL_WB_MAX_OPS];	/* create i's directory, after the
+										 * multi: mzxid is the multi's zxid,
+										 * numChildren its children */
 	char		paths[ZKL_WB_MAX_OPS][ZKL_MAX_DIR_LEN + ZKL_MAX_NODE_LEN + 2];
 } zkl_wb_multi;
 
+/*
+ * The operations taken and not sent yet, in the order they became ready:
+ * those of this pass, and those held while a multi is in flight
+ * (zkl_wb_hold).  Their strings are in zkl_wb_cxt, freed when the
+ * operation is sent or dropped.
+ */
 static bool zkl_wb_open = false;
 static zkl_wb_op *zkl_wb_ops = NULL;
 static int	zkl_wb_nops = 0;
+static MemoryContext zkl_wb_cxt = NULL;
+
+/* Multis sent whose answer has not been handled yet. */
+static int	zkl_wb_in_flight = 0;
 
 /* Per slot: its next write goes alone (a multi with it failed as a whole). */
 static bool *zkl_wb_alone = NULL;
@@ -108,8 +124,9 @@ zkl_batch_begin(void)
 	{
 		zkl_wb_ops = MemoryContextAlloc(TopMemoryContext, sizeof(zkl_wb_op) * zkl_shared->nslots);
 		zkl_wb_alone = MemoryContextAllocZero(TopMemoryContext, sizeof(bool) * zkl_shared->nslots);
+		zkl_wb_cxt = AllocSetContextCreate(TopMemoryContext, "zklock coalesced writes",
+										   ALLOCSET_SMALL_SIZES);
 	}
-	zkl_wb_nops = 0;
 	zkl_wb_open = zkl_batch_writes;
 }
 
@@ -135,9 +152,19 @@ zkl_wb_add(zkl_wb_kind kind, int slotno, const char *path, const char *dir, cons
 	op->kind = kind;
 	op->slotno = slotno;
 	op->opgen = zkl_works[slotno].opgen;
-	op->path = pstrdup(path);
-	op->dir = pstrdup(dir);
-	op->data = data ? pstrdup(data) : NULL;
+	op->path = MemoryContextStrdup(zkl_wb_cxt, path);
+	op->dir = MemoryContextStrdup(zkl_wb_cxt, dir);
+	op->data = data ? MemoryContextStrdup(zkl_wb_cxt, data) : NULL;
+}
+
+/* The operation was sent or dropped. */
+static void
+zkl_wb_forget(zkl_wb_op *op)
+{
+	pfree(op->path);
+	pfree(op->dir);
+	if (op->data)
+		pfree(op->data);
 }
 
 /*
@@ -190,8 +217,13 @@ zkl_multi_done(int rc, const void *data)
 			if (ev->path == NULL)
 				abort();		/* nothing sane is possible on this thread */
 			/* The multi's zxid, which every node it created has as czxid. */
-			ev->czxid = m->stat.mzxid;
+			ev->czxid = m->stats[i].mzxid;
+			/* The directory as a listing right after would see it. */
+			ev->cversion = m->stats[i].cversion;
+			ev->num_children = m->stats[i].numChildren;
+			ev->pzxid = m->stats[i].pzxid;
 		}
+		ev->multi_end = (i == m->nlock - 1);
 		zkl_event_post(ev);
 	}
 	free(m);
@@ -227,7 +259,6 @@ static void
 zkl_wb_send_multi(zkl_wb_op **group, int n)
 {
 	zkl_wb_multi *m = calloc(1, sizeof(zkl_wb_multi));
-	const char *token_dir = NULL;
 	int			rc;
 
 	if (m == NULL)
@@ -236,6 +267,7 @@ zkl_wb_send_multi(zkl_wb_op **group, int n)
 			zkl_wb_send_alone(group[i]->kind, group[i]->slotno);
 		return;
 	}
+	m->nlock = m->nops = n;
 	for (int i = 0; i < n; i++)
 	{
 		zkl_wb_op  *op = group[i];
@@ -246,15 +278,11 @@ zkl_wb_send_multi(zkl_wb_op **group, int n)
 		{
 			zoo_create_op_init(&m->ops[i], op->path, op->data, strlen(op->data), zkl_acl(),
 							   ZOO_EPHEMERAL_SEQUENTIAL, m->paths[i], sizeof(m->paths[i]));
-			if (token_dir == NULL)
-				token_dir = op->dir;
+			zoo_set_op_init(&m->ops[m->nops++], op->dir, "", 0, -1, &m->stats[i]);
 		}
 		else
 			zoo_delete_op_init(&m->ops[i], op->path, -1);
 	}
-	m->nlock = m->nops = n;
-	if (token_dir != NULL)
-		zoo_set_op_init(&m->ops[m->nops++], token_dir, "", 0, -1, &m->stat);
 
 	rc = zoo_amulti(zkl_zh, m->nops, m->ops, m->results, zkl_multi_done, m);
 	if (rc != ZOK)
@@ -265,6 +293,8 @@ zkl_wb_send_multi(zkl_wb_op **group, int n)
 			zkl_wb_send_alone(group[i]->kind, group[i]->slotno);
 		return;
 	}
+
+	zkl_wb_in_flight++;
 
 	/*
 	 * zk_status() counts each operation as the request it is alone, so that
@@ -279,17 +309,14 @@ zkl_wb_send_multi(zkl_wb_op **group, int n)
 		if (zkl_works[group[i]->slotno].handoff)
 			zkl_count(handoff_requests);
 	}
-	/* Each create's listing, after the multi, as after a lone create. */
-	for (int i = 0; i < n; i++)
-		if (group[i]->kind == ZKL_WB_CREATE)
-			zkl_send_listing(group[i]->slotno, &zkl_shared->slots[group[i]->slotno], ZKL_EV_CHILDREN);
 }
 
 /*
- * Send what the pass queued: each group of two or more as one multi, a
- * group of one alone.  Operations whose slot has moved on meanwhile (its
- * work ended, the session went) are dropped: their slot's new work sends
- * its own.
+ * Send what is queued: each group of two or more as one multi, a group of
+ * one alone; or hold it all while a multi is in flight (zkl_wb_hold), to go
+ * with what becomes ready until its answer.  Operations whose slot has moved
+ * on meanwhile (its work ended, the session went) are dropped: their slot's
+ * new work sends its own.
  */
 void
 zkl_batch_flush(void)
@@ -300,6 +327,7 @@ zkl_batch_flush(void)
 	zkl_wb_op **members;
 	int			n = 0;
 	int			ngroups;
+	bool		connected;
 
 	zkl_wb_open = false;
 	if (zkl_wb_nops == 0)
@@ -312,15 +340,22 @@ zkl_batch_flush(void)
 	for (int i = 0; i < zkl_wb_nops; i++)
 	{
 		if (!zkl_wb_current(&zkl_wb_ops[i]))
+		{
+			zkl_wb_forget(&zkl_wb_ops[i]);
 			continue;
+		}
 		zkl_wb_ops[n] = zkl_wb_ops[i];
 		kinds[n] = zkl_wb_ops[n].kind;
 		dirs[n] = zkl_wb_ops[n].dir;
 		n++;
 	}
+	zkl_wb_nops = n;
+	connected = zkl_zh != NULL && zkl_shared->session_state == ZKL_SESSION_CONNECTED;
+	if (zkl_wb_hold(zkl_wb_in_flight, n, connected))
+		return;
+
 	zkl_wb_nops = 0;
 	ngroups = zkl_wb_group(kinds, dirs, n, group);
-
 	for (int g = 0; g < ngroups; g++)
 	{
 		int			size = 0;
@@ -328,15 +363,50 @@ zkl_batch_flush(void)
 		for (int i = 0; i < n; i++)
 			if (group[i] == g)
 				members[size++] = &zkl_wb_ops[i];
-		if (size == 1 || zkl_zh == NULL ||
-			zkl_shared->session_state != ZKL_SESSION_CONNECTED)
+		if (size == 1 || !connected)
 		{
 			for (int i = 0; i < size; i++)
 				zkl_wb_send_alone(members[i]->kind, members[i]->slotno);
 		}
-		else if (size > 1)
+		else
 			zkl_wb_send_multi(members, size);
 	}
+	for (int i = 0; i < n; i++)
+		zkl_wb_forget(&zkl_wb_ops[i]);
+}
+
+/*
+ * After a create of a multi, handled as a lone create's answer (created):
+ * the listing.  The multi's setData of the lock directory told how many
+ * children it had right after the create.  Only ours: that is the listing a
+ * getChildren would have answered (ZooKeeper numbers later creates higher),
+ * handed to the recipe without asking.  Others: the directory is listed, as
+ * after a lone create.
+ */
+static void
+zkl_wb_listed(int slotno, const zkl_event *created)
+{
+	zkl_slot   *slot = &zkl_shared->slots[slotno];
+	zkl_work   *work = &zkl_works[slotno];
+	zkl_event  *ev;
+
+	if (work->opgen != created->opgen || work->phase != ZKL_PH_LISTING)
+		return;
+	if (zkl_wb_must_list(created->num_children))
+	{
+		zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
+		return;
+	}
+	ev = zkl_event_new(zkl_request_ctx(ZKL_EV_CHILDREN, slotno, created->opgen), ZOK);
+	ev->children = malloc(sizeof(char *));
+	if (ev->children == NULL || (ev->children[0] = strdup(slot->node)) == NULL)
+		elog(ERROR, "out of memory");
+	ev->nchildren = 1;
+	ev->cversion = created->cversion;
+	ev->num_children = created->num_children;
+	ev->pzxid = created->pzxid;
+	zkl_handle_event(ev);
+	zkl_event_free(ev);
 }
 
 /*
@@ -350,6 +420,9 @@ zkl_batch_answered(zkl_event *ev)
 {
 	zkl_wb_op	op;
 
+	/* The multi's last share: what was held for its answer may go. */
+	if (ev->multi_end && zkl_wb_in_flight > 0)
+		zkl_wb_in_flight--;
 	if (ev->slotno < 0 || ev->slotno >= zkl_shared->nslots)
 		return;
 	op.kind = (zkl_wb_kind) ev->type;
@@ -375,6 +448,8 @@ zkl_batch_answered(zkl_event *ev)
 			ev->type = 0;
 			ev->state = 0;
 			zkl_handle_event(ev);
+			if (op.kind == ZKL_WB_CREATE && ev->rc == ZOK)
+				zkl_wb_listed(op.slotno, ev);
 			return;
 	}
 }

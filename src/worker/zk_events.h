@@ -74,6 +74,7 @@ typedef struct zkl_event
 	bool		zklock_data;	/* READER_DATA, PRED_EXISTS: the data is
 								 * zklock's */
 	bool		revoke_message; /* OWN_EXISTS: the data asks us to give up */
+	bool		multi_end;		/* ZKL_EV_BATCHED: the multi's last share */
 	char	   *data;			/* node data (getData), data_len bytes */
 	int			data_len;
 } zkl_event;

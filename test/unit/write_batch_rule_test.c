@@ -104,9 +104,32 @@ test_outcomes(void)
 	check(zkl_wb_outcome_of(ZRUNTIMEINCONSISTENCY) == ZKL_WB_ALONE, "another's failure: each alone");
 }
 
+static void
+test_hold(void)
+{
+	check(!zkl_wb_hold(0, 1, true), "no multi in flight: a lone write leaves at once");
+	check(!zkl_wb_hold(0, 5, true), "no multi in flight: ready writes leave at once");
+	check(zkl_wb_hold(ZKL_WB_MAX_IN_FLIGHT, 1, true), "a multi in flight: a ready write waits for its answer");
+	check(zkl_wb_hold(ZKL_WB_MAX_IN_FLIGHT + 3, 4, true), "more in flight: ready writes wait");
+	check(!zkl_wb_hold(ZKL_WB_MAX_IN_FLIGHT, 3, false), "not connected: nothing waits, each goes alone");
+	check(!zkl_wb_hold(ZKL_WB_MAX_IN_FLIGHT, 0, true), "nothing ready: nothing held");
+}
+
+static void
+test_must_list(void)
+{
+	check(!zkl_wb_must_list(1), "the create's node alone in its directory: no listing, it holds");
+	check(zkl_wb_must_list(2), "another child: the directory is listed");
+	check(zkl_wb_must_list(1000), "many children: listed");
+	check(zkl_wb_must_list(0), "no child (a count that cannot be after a create): listed");
+	check(zkl_wb_must_list(-1), "a negative count: listed");
+}
+
 int
 main(void)
 {
+	test_hold();
+	test_must_list();
 	test_groups();
 	test_random();
 	test_outcomes();
