@@ -2,49 +2,55 @@
  *
  * write_batch.c
  *		Coalesced writes: the creates of lock requests and the deletes of
- *		releases that become ready in one pass of the worker's loop travel
- *		as one ZooKeeper multi, which ZooKeeper pays for once (one request,
+ *		releases that become ready together (in one pass of the worker's
+ *		loop, or while a multi is in flight) travel as one ZooKeeper multi, which ZooKeeper pays for once (one request,
  *		one transaction, one log record).  Runs on the worker's main
  *		thread, but for zkl_multi_done, which runs on libzookeeper's
  *		completion thread and touches nothing of PostgreSQL.
  *
  * The worker opens a batch at the start of a pass (zkl_batch_begin) and
- * sends it at the end (zkl_batch_flush).  Meanwhile lock_recipe.c and slot_steps.c hand their
- * contender creates and its deletes here (zkl_batch_take_create,
- * zkl_batch_take_delete) instead of sending them.  Only what is ready in
- * the pass waits, and only until the pass ends: nothing waits for company.
- * At the flush, write_batch_rule.c groups the operations; a group of one
- * goes alone through the steps' own path, as it would without batching,
- * so an uncontended acquire costs what it did (create and listing back to
- * back, one round trip).
+ * sends it at the end (zkl_batch_flush).  Meanwhile lock_recipe.c and
+ * slot_steps.c hand their contender creates and their deletes here
+ * (zkl_batch_take_create, zkl_batch_take_delete) instead of sending them.
+ * With no multi in flight, what is ready leaves at the end of the pass: a
+ * group of one alone, through the steps' own path, as without batching, so
+ * a lone request waits for nobody.  While a multi is in flight, what
+ * becomes ready waits for its answer and then leaves together
+ * (write_batch_rule.c, zkl_wb_hold): under load each multi carries what
+ * came while the one before it was answered, a group commit, and
+ * ZooKeeper's work per lock falls with the load.
  *
  * A multi's create answers no Stat, so no czxid.  The fencing token is the
- * lock node's czxid; the multi carries one more operation for it, a
- * setData of the lock directory of one of its creates, whose Stat's mzxid
- * is the multi's zxid: the czxid of every node the multi created (one
- * transaction, one zxid), read from the same transaction, not guessed.
- * The directory's data stays empty, as zklock, Curator and kazoo make it
- * (its version and mzxid move; no recipe reads them).  No
- * two creates of one directory share a multi (write_batch_rule.c), so the
- * nodes of a lock keep distinct, growing tokens.  The setData needs WRITE
- * on that directory; where it is refused the multi fails as a whole and
- * each operation goes again alone.
+ * lock node's czxid; after its lock operations the multi carries a setData
+ * of each create's lock directory, whose Stat's mzxid is the multi's zxid:
+ * the czxid of every node the multi created (one transaction, one zxid),
+ * read from the same transaction, not guessed.  The same Stat gives the
+ * directory's numChildren once the multi is applied: when it is 1, the new
+ * node is alone and holds, and the listing a lone create sends is spared
+ * (zkl_wb_listed); otherwise the directory is listed on the answer.  The
+ * directory's data stays empty, as zklock, Curator and kazoo make it (its
+ * version and mzxid move; no recipe reads them).  No two creates of one
+ * directory share a multi (write_batch_rule.c), so the nodes of a lock
+ * keep distinct, growing tokens.  The setData needs WRITE on the
+ * directory; where an ACL refuses it (ZNOAUTH), the multi fails as a
+ * whole, each operation goes again alone, and the directory is remembered
+ * (zkl_wb_refused): its creates go alone from then on.
  *
- * Each create is followed by its listing, sent right after the multi, as a
- * lone create is by its own: ZooKeeper answers one session in order.  The
- * multi's answer is split into one event per operation (ZKL_EV_BATCHED);
- * zkl_batch_answered turns each into the answer the recipes already handle
- * (a create's ZKL_EV_CREATED, a delete's ZKL_EV_DELETED), or sends the
- * operation again alone when the multi failed as a whole
- * (write_batch_rule.c says which).  A lost connection leaves a create's
- * fate unknown, as a lone create's: slot_recovery.c then looks for the node by its
- * uuid (after a sync).  Every node deleted here is the slot's own: only
- * slot_steps.c's zkl_send_delete hands deletes, with the slot's own node.
+ * The multi's answer is split into one event per operation
+ * (ZKL_EV_BATCHED); zkl_batch_answered turns each into the answer the
+ * recipes already handle (a create's ZKL_EV_CREATED, then its listing,
+ * given or asked for; a delete's ZKL_EV_DELETED), or sends the operation
+ * again alone when the multi failed as a whole (write_batch_rule.c says
+ * which).  A lost connection leaves a create's fate unknown, as a lone
+ * create's: slot_recovery.c then looks for the node by its uuid (after a
+ * sync).  Every node deleted here is the slot's own: only slot_steps.c's
+ * zkl_send_delete hands deletes, with the slot's own node.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "common/hashfn.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
@@ -80,6 +86,7 @@ typedef struct zkl_wb_multi
 	int			nops;			/* ... and the setData of each create */
 	uintptr_t	ctx[ZKL_WB_MAX_OPS];	/* each lock operation's context */
 	zkl_wb_kind kind[ZKL_WB_MAX_OPS];
+	int			setop[ZKL_WB_MAX_OPS];	/* a create's setData, in ops[] */
 	zoo_op_t	ops[2 * ZKL_WB_MAX_OPS];
 	zoo_op_result_t results[2 * ZKL_WB_MAX_OPS];
 	struct Stat stats[ZKL_WB_MAX_OPS];	/* create i's directory, after the
@@ -104,6 +111,16 @@ static int	zkl_wb_in_flight = 0;
 
 /* Per slot: its next write goes alone (a multi with it failed as a whole). */
 static bool *zkl_wb_alone = NULL;
+
+/*
+ * The hashes of the last lock directories whose setData a multi was refused
+ * (ZNOAUTH: an ACL that grants zklock no WRITE there), 0 for none.  Creates
+ * in those directories go alone, rather than fail a multi each time; the
+ * oldest is forgotten first (its next create then costs one failed multi).
+ */
+#define ZKL_WB_REFUSED_DIRS	64
+static uint32 zkl_wb_refused[ZKL_WB_REFUSED_DIRS];
+static int	zkl_wb_refused_next = 0;
 
 static bool zkl_batch_take_create(int slotno, zkl_slot *slot, const char *prefix);
 static bool zkl_batch_take_delete(int slotno, zkl_slot *slot, const char *path);
@@ -144,6 +161,25 @@ zkl_wb_takes(int slotno)
 	return zkl_wb_nops < zkl_shared->nslots;
 }
 
+/* A directory's mark in zkl_wb_refused: never 0. */
+static uint32
+zkl_wb_dir_hash(const char *dir)
+{
+	return hash_bytes((const unsigned char *) dir, strlen(dir)) | 1;
+}
+
+/* Whether a multi's setData of the directory was refused lately. */
+static bool
+zkl_wb_dir_refused(const char *dir)
+{
+	uint32		h = zkl_wb_dir_hash(dir);
+
+	for (int i = 0; i < ZKL_WB_REFUSED_DIRS; i++)
+		if (zkl_wb_refused[i] == h)
+			return true;
+	return false;
+}
+
 static void
 zkl_wb_add(zkl_wb_kind kind, int slotno, const char *path, const char *dir, const char *data)
 {
@@ -177,7 +213,7 @@ static bool
 zkl_batch_take_create(int slotno, zkl_slot *slot, const char *prefix)
 {
 	if (slot->permits > 0 || slot->inspect || zkl_works[slotno].parent_attempts > 0 ||
-		!zkl_wb_takes(slotno))
+		zkl_wb_dir_refused(slot->dir) || !zkl_wb_takes(slotno))
 		return false;
 	zkl_wb_add(ZKL_WB_CREATE, slotno, prefix, slot->dir, slot->data);
 	return true;
@@ -223,6 +259,9 @@ zkl_multi_done(int rc, const void *data)
 			ev->num_children = m->stats[i].numChildren;
 			ev->pzxid = m->stats[i].pzxid;
 		}
+		/* The setData of the create's directory was refused: no WRITE. */
+		ev->dir_refused = m->kind[i] == ZKL_WB_CREATE && m->setop[i] > 0 &&
+			m->results[m->setop[i]].err == ZNOAUTH;
 		ev->multi_end = (i == m->nlock - 1);
 		zkl_event_post(ev);
 	}
@@ -278,6 +317,7 @@ zkl_wb_send_multi(zkl_wb_op **group, int n)
 		{
 			zoo_create_op_init(&m->ops[i], op->path, op->data, strlen(op->data), zkl_acl(),
 							   ZOO_EPHEMERAL_SEQUENTIAL, m->paths[i], sizeof(m->paths[i]));
+			m->setop[i] = m->nops;
 			zoo_set_op_init(&m->ops[m->nops++], op->dir, "", 0, -1, &m->stats[i]);
 		}
 		else
@@ -434,6 +474,11 @@ zkl_batch_answered(zkl_event *ev)
 	switch (zkl_wb_outcome_of(ev->rc))
 	{
 		case ZKL_WB_ALONE:
+			if (ev->dir_refused && !zkl_wb_dir_refused(zkl_shared->slots[op.slotno].dir))
+			{
+				zkl_wb_refused[zkl_wb_refused_next] = zkl_wb_dir_hash(zkl_shared->slots[op.slotno].dir);
+				zkl_wb_refused_next = (zkl_wb_refused_next + 1) % ZKL_WB_REFUSED_DIRS;
+			}
 			if (ev->state != ZOK && ev->state != ZRUNTIMEINCONSISTENCY)
 				ereport(DEBUG1,
 						(errmsg_internal("zklock: a multi failed as a whole (%s on lock \"%s\"); each of its operations goes again alone",

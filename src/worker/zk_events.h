@@ -75,6 +75,8 @@ typedef struct zkl_event
 								 * zklock's */
 	bool		revoke_message; /* OWN_EXISTS: the data asks us to give up */
 	bool		multi_end;		/* ZKL_EV_BATCHED: the multi's last share */
+	bool		dir_refused;	/* ZKL_EV_BATCHED: its create's directory
+								 * refused the multi's setData (ZNOAUTH) */
 	char	   *data;			/* node data (getData), data_len bytes */
 	int			data_len;
 } zkl_event;

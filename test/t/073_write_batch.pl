@@ -25,6 +25,12 @@
 #  (5) The answer of a multi of creates is lost and the session expires
 #      before the worker is back: every request is granted in the new
 #      session, with one node per lock and nothing of the old one left.
+#  (6) A lock directory whose ACL grants no WRITE (another tool made it):
+#      the multi's setData of it is refused (ZNOAUTH), so the multi fails
+#      whole and each create goes again alone; every request is granted.
+#      The worker remembers the directory: the next acquires of the same
+#      locks send its create alone, and the other creates still travel
+#      in one multi, which does not fail.
 use strict;
 use warnings FATAL => 'all';
 
@@ -263,5 +269,37 @@ isnt(zk_status_of($a)->{session_id}, $old_session, '(5) in a new session');
 check_holds('(5)', \@e, \@tokens);
 release_together(@e);
 is(join(',', map { zk_ls($zk, "/zklock/$_") } @e), '', '(5) no node is left');
+
+# (6) A directory that refuses WRITE.
+my @r = map { "acl$_" } 1 .. 3;
+zk_create($zk, "/zklock/$_") for @r;
+my $kazoo = kazoo_peer($zk);
+is($kazoo->cmd("set_acl /zklock/acl2 world:anyone:rcda"), 'ok', '(6) acl2\'s directory grants no WRITE');
+$from = scalar($wire->ops);
+@tokens = acquire_together(@r);
+check_holds('(6)', \@r, \@tokens);
+@ops = ops_since($from);
+ok((grep { $_->[1] eq '14.5' && $_->[2] eq '/zklock/acl2' } @ops), '(6) a multi tried to write acl2\'s directory')
+  or show_ops($from);
+for my $n (@r)
+{
+	ok((grep { $_->[1] =~ /^(1|15)$/ && $_->[2] =~ m{^/zklock/$n/} } @ops), "(6) $n: its create went again alone");
+}
+release_together(@r);
+$from = scalar($wire->ops);
+@tokens = acquire_together(@r);
+check_holds('(6) again', \@r, \@tokens);
+@ops = ops_since($from);
+is(scalar(grep { $_->[1] eq '14.5' && $_->[2] eq '/zklock/acl2' } @ops), 0,
+	'(6) again: no multi writes acl2\'s directory any more') or show_ops($from);
+ok((grep { $_->[1] =~ /^(1|15)$/ && $_->[2] =~ m{^/zklock/acl2/} } @ops), '(6) again: acl2\'s create went alone');
+for my $n ('acl1', 'acl3')
+{
+	is(scalar(grep { $_->[1] eq '14.1' && $_->[2] =~ m{^/zklock/$n/} } @ops), 1, "(6) again: $n\'s create went in a multi");
+	is(scalar(grep { $_->[1] =~ /^(1|15)$/ && $_->[2] =~ m{^/zklock/$n/} } @ops), 0, "(6) again: $n\'s create did not go alone");
+}
+release_together(@r);
+is(join(',', map { zk_ls($zk, "/zklock/$_") } @r), '', '(6) no node is left');
+$kazoo->quit;
 
 done_testing();
