@@ -9,8 +9,12 @@
 # test/install-deps.sh), it also samples the whole machine (`perf record
 # -a -g`) over the same window and prints the hottest symbols of the
 # worker and of the backends.  Stops everything it started, by pid.
+# SHAPE: b (the default: 16 clients over the Unix socket), b-tcp (the same
+# over TCP to 127.0.0.1, -j 2, as issue 32 measures it) or a-tcp (shape
+# (a): one client on one lock over TCP; pgbench's average latency is
+# printed too).
 #
-#   bash bench/profile.sh [SECONDS]
+#   bash bench/profile.sh [SECONDS] [SHAPE]
 set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -18,7 +22,16 @@ ZKSERVER=$TOP/test/zkserver.sh
 # shellcheck source-path=SCRIPTDIR source=../test/lib/common.sh
 . "$TOP/test/lib/common.sh"
 SECONDS_RUN=${1:-10}
-CLIENTS=16
+SHAPE=${2:-b}
+case $SHAPE in
+b) CLIENTS=16 THREADS=2 ;;
+b-tcp) CLIENTS=16 THREADS=2 ;;
+a-tcp) CLIENTS=1 THREADS=1 ;;
+*)
+	echo "profile.sh: SHAPE must be b, b-tcp or a-tcp" >&2
+	exit 2
+	;;
+esac
 
 WORK=$(make_workdir zklock-profile)
 exit_profile() {
@@ -34,6 +47,9 @@ pg_init "$WORK/pg" "$ZK_CONNECT" zkprofile "max_connections = 50"
 pg_start "$WORK/pg"
 PORT=$(cat "$WORK/pg/port")
 PSQL=("$PGBIN/psql" -X -At -h "$WORK/pg" -p "$PORT" -U postgres -d postgres)
+# Where pgbench connects: the Unix socket, or TCP as users run it.
+PGB_HOST=$WORK/pg
+[ "$SHAPE" = b ] || PGB_HOST=127.0.0.1
 "${PSQL[@]}" -q -c 'CREATE EXTENSION zklock'
 for ((i = 0; i < 300; i++)); do
 	[ "$("${PSQL[@]}" -c 'SELECT state FROM zk_status()')" = connected ] && break
@@ -42,13 +58,14 @@ done
 
 printf '%s\n' "SELECT zk_lock_acquire('profile-' || :client_id);" \
 	"SELECT zk_lock_release('profile-' || :client_id);" >"$WORK/b.sql"
+# Shape (a) is the same script with one client: one lock, uncontended.
 chmod 644 "$WORK/b.sql"
 WORKER=$("${PSQL[@]}" -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'zklock worker'")
 ZK_PID=$(cat "$WORK/zk/zk1.pid")
 
 # Warm up (ZooKeeper's JIT, the plans), unmeasured.
-"${AS_USER[@]}" "$PGBIN/pgbench" -n -M prepared -h "$WORK/pg" -p "$PORT" -U postgres \
-	-c "$CLIENTS" -j 2 -T 3 -f "$WORK/b.sql" postgres >/dev/null
+"${AS_USER[@]}" "$PGBIN/pgbench" -n -M prepared -h "$PGB_HOST" -p "$PORT" -U postgres \
+	-c "$CLIENTS" -j "$THREADS" -T 3 -f "$WORK/b.sql" postgres >/dev/null
 
 # Per-thread CPU ticks and context switches of the parts, before and after.
 snapshot() {
@@ -99,8 +116,8 @@ for k, (t, c) in sorted(parts.items()):
 EOF
 }
 
-"${AS_USER[@]}" "$PGBIN/pgbench" -n -M prepared -h "$WORK/pg" -p "$PORT" -U postgres \
-	-c "$CLIENTS" -j 2 -T "$((SECONDS_RUN + 8))" -f "$WORK/b.sql" postgres >"$WORK/pgbench.out" &
+"${AS_USER[@]}" "$PGBIN/pgbench" -n -M prepared -h "$PGB_HOST" -p "$PORT" -U postgres \
+	-c "$CLIENTS" -j "$THREADS" -T "$((SECONDS_RUN + 8))" -f "$WORK/b.sql" postgres >"$WORK/pgbench.out" &
 PGBENCH=$!
 sleep 1
 before=$(snapshot)
@@ -116,8 +133,10 @@ wait "$PGBENCH"
 cycles=$((acq1 - acq0))
 HZ=$(getconf CLK_TCK)
 
-echo "shape (b): $CLIENTS clients, $CLIENTS locks, $cycles cycles in ${SECONDS_RUN} s" \
+echo "shape $SHAPE: $CLIENTS clients, $CLIENTS locks, $cycles cycles in ${SECONDS_RUN} s" \
 	"($(awk -v n="$cycles" -v s="$SECONDS_RUN" 'BEGIN { printf "%.0f", n / s }') /s)"
+[ "$CLIENTS" -gt 1 ] || echo "mean cycle of the one client: $(awk -v n="$cycles" -v s="$SECONDS_RUN" \
+	'BEGIN { printf "%.3f", s * 1000 / n }') ms"
 printf '%-40s %12s %14s\n' "part" "CPU us/cycle" "switches/cycle"
 join -t $'\t' <(echo "$before" | sort) <(echo "$after" | sort) |
 	awk -F '\t' -v n="$cycles" -v hz="$HZ" '{
