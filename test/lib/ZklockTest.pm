@@ -32,6 +32,7 @@
 #   ZklockTest::Cleanup    stopping, at exit, what the others started
 #   ZklockTest::Command    running the suite's programs (zkserver.sh, zkutil)
 #   ZklockTest::Fenced     the fencing tests' fenced table and its writers
+#   ZklockTest::Loss       a held lock lost behind its holder's back
 # This module loads them all and exports everything they export.
 package ZklockTest;
 
@@ -46,13 +47,14 @@ use ZklockTest::Node;
 use ZklockTest::Peer;
 use ZklockTest::Roles;
 use ZklockTest::Fenced;
+use ZklockTest::Loss;
 use ZklockTest::Wire;
 
 our @EXPORT = (
 	@ZklockTest::ZooKeeper::EXPORT, @ZklockTest::Node::EXPORT,
 	@ZklockTest::Peer::EXPORT,      @ZklockTest::Poll::EXPORT,
 	@ZklockTest::Roles::EXPORT,      @ZklockTest::Wire::EXPORT,
-	@ZklockTest::Fenced::EXPORT,
+	@ZklockTest::Fenced::EXPORT,     @ZklockTest::Loss::EXPORT,
 );
 
 1;

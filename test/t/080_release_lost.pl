@@ -38,10 +38,7 @@ my $p_pid = $p->query_safe('SELECT pg_backend_pid()');
 sub lose
 {
 	my ($name, $what) = @_;
-	my $znode = held_znode($a, $p_pid, $name);
-	ok($znode ne '' && zk_delete($zk, $znode), "$what: an operator deletes P's node of $name");
-	ok(wait_until(sub { lock_state($a, $p_pid, $name) eq 'lost' }, 15, "$name turns lost"),
-		"$what: zk_locks shows $name lost");
+	lose_lock($zk, $a, $p_pid, $name, $what);
 	return;
 }
 
