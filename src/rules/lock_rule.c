@@ -25,8 +25,7 @@
  * - a waiter watches only the nearest node it waits for; when that node
  *   goes, the waiter holds without a new listing if it was the only node
  *   in the way or an exclusive grant (zkl_holds_after_predecessor), except
- *   where numbers repeat; a waiter of the cluster whose holder released
- *   that node holds the same way, before the delete is applied.
+ *   where numbers repeat.
  *
  * Numbers repeat at the counter's top.  ZooKeeper (3.8) does not wrap it:
  * once a directory's counter is 2147483647, every sequential child created
@@ -551,10 +550,6 @@ zkl_holders(const zkl_contender_name *queue, const char *const *owners,
  * Neither holds where numbers repeat (numbers_repeat: the waiter's decision
  * saw an equal number, or its own is the counter's top or past it): there
  * the waiter lists the directory and decides again, as it does otherwise.
- * The same rule serves when the node's holder, in this cluster, releases it
- * before its delete is applied (the worker's hand-over): from the release
- * on the node serves no holder, and while it exists it keeps every later
- * contender behind the waiter.
  */
 bool
 zkl_holds_after_predecessor(bool predecessor_was_only_blocker,

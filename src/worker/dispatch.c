@@ -92,15 +92,9 @@ zkl_release(int slotno, zkl_slot *slot, zkl_slot_state state)
 			if (state == ZKL_SLOT_RELEASING)
 				zkl_free_slot(slotno);
 			return true;
-		case ZKL_PH_HELD:
-			work->retry = false;
-			zkl_send_delete(slotno, slot);
-			/* Released by its holder: a waiter here may hold at once. */
-			if (state == ZKL_SLOT_RELEASING && slot->permits == 0)
-				zkl_hand_over(slotno, slot);
-			return true;
 		case ZKL_PH_LISTING:
 		case ZKL_PH_WATCHING:
+		case ZKL_PH_HELD:
 		case ZKL_PH_LEASE_WAITING:
 		case ZKL_PH_PUBLISHED:
 			work->retry = false;

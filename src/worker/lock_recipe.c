@@ -67,7 +67,6 @@
 #include "worker/slot_steps.h"
 
 static bool zkl_downgrade_read(int slotno, zkl_slot *slot, zkl_event *ev);
-static void zkl_note_waiter(int slotno, const char *pred);
 static void zkl_check_counter(zkl_slot *slot, zkl_event *ev);
 
 /* The root's components were created (or found) by this worker. */
@@ -233,7 +232,6 @@ zkl_evaluate(int slotno, zkl_slot *slot, char **children, int nchildren)
 	work->numbers_repeat = d.equal || d.at_top;
 	work->pred_owner = 0;
 	strlcpy(work->pred, pred, sizeof(work->pred));
-	zkl_note_waiter(slotno, pred);
 	path = zkl_child_path(slot, pred);
 	/* getData, not exists: a vanished predecessor leaves no watch behind. */
 	zkl_check_sent(slotno, zoo_awget(zkl_zh, path, zkl_node_watcher,
@@ -429,67 +427,6 @@ zkl_predecessor_gone(int slotno, zkl_slot *slot)
 		zkl_grant(slotno, slot);
 	else
 		zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
-}
-
-/*
- * A waiter of this cluster watches pred: if pred is a node of ours, note the
- * waiter beside it, for zkl_hand_over when pred's holder releases it.
- */
-static void
-zkl_note_waiter(int slotno, const char *pred)
-{
-	zkl_node_entry *entry;
-
-	if (zkl_node_map == NULL)
-		return;
-	entry = hash_search(zkl_node_map, pred, HASH_FIND, NULL);
-	if (entry != NULL && entry->slotno != slotno)
-		entry->waiter = slotno;
-}
-
-/*
- * The backend holding slotno's lock released it, and its node's delete is
- * sent or queued.  A waiter of this cluster right behind that node need not
- * wait for the deletion to be answered and its watch to fire: from the
- * release on, no holder uses the node, and whatever is created later is
- * numbered above the waiter, so when the node was its only blocker, or an
- * exclusive grant (the lowest contender), the waiter holds now
- * (zkl_predecessor_gone decides with zkl_holds_after_predecessor, as on the
- * deletion).  Every other cluster still sees the released node until its
- * delete is applied, below the waiter's: the hand-over lets none of them in.
- * The watch the waiter set on the node fires later and is ignored (the
- * waiter is no longer watching).
- */
-void
-zkl_hand_over(int slotno, zkl_slot *slot)
-{
-	zkl_node_entry *entry;
-	int			waiter;
-	zkl_slot   *wslot;
-	zkl_work   *wwork;
-
-	if (zkl_node_map == NULL || slot->node[0] == '\0')
-		return;
-	entry = hash_search(zkl_node_map, slot->node, HASH_FIND, NULL);
-	if (entry == NULL || entry->slotno != slotno || entry->waiter < 0)
-		return;
-	waiter = entry->waiter;
-	entry->waiter = -1;
-	wslot = &zkl_shared->slots[waiter];
-	wwork = &zkl_works[waiter];
-	if (waiter == slotno || wwork->phase != ZKL_PH_WATCHING ||
-		strcmp(wwork->pred, slot->node) != 0 || strcmp(wslot->dir, slot->dir) != 0)
-		return;
-
-	/*
-	 * Only where the waiter would hold: a listing now could reach ZooKeeper
-	 * before the node's delete (which may wait in a batch) and find it still
-	 * there; the watch serves such a waiter.
-	 */
-	if (!zkl_holds_after_predecessor(wwork->pred_was_last, zkl_is_exclusive_grant(slot),
-									 wwork->numbers_repeat))
-		return;
-	zkl_predecessor_gone(waiter, wslot);
 }
 
 static void

@@ -101,7 +101,6 @@ zkl_remember_node(int slotno, const char *node)
 	zkl_forget_node(work);
 	entry = hash_search(zkl_node_map, node, HASH_ENTER, NULL);
 	entry->slotno = slotno;
-	entry->waiter = -1;
 	strlcpy(work->mapped_node, node, sizeof(work->mapped_node));
 }
 

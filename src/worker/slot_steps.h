@@ -86,7 +86,6 @@ typedef struct zkl_node_entry
 {
 	char		node[ZKL_MAX_NODE_LEN];
 	int			slotno;
-	int			waiter;			/* the last slot here to watch it, or -1 */
 } zkl_node_entry;
 
 extern HTAB *zkl_node_map;

@@ -31,15 +31,6 @@
 #      The worker remembers the directory: the next acquires of the same
 #      locks send its create alone, and the other creates still travel
 #      in one multi, which does not fail.
-#  (7) A hand-over within the cluster: a holder releases while a waiter of
-#      the same cluster, right behind its node, watches it.  ZooKeeper is
-#      frozen (SIGSTOP, for less than the session timeout) before the
-#      release: the waiter holds although ZooKeeper has not applied the
-#      holder's delete (the release ended every use of that node, and
-#      nothing can be created below the waiter), and the other cluster's
-#      request behind them is not granted meanwhile.  Once ZooKeeper is
-#      thawed the released node goes, the waiter's token is its node's
-#      czxid, and B is granted only after the waiter releases.
 use strict;
 use warnings FATAL => 'all';
 
@@ -310,47 +301,5 @@ for my $n ('acl1', 'acl3')
 release_together(@r);
 is(join(',', map { zk_ls($zk, "/zklock/$_") } @r), '', '(6) no node is left');
 $kazoo->quit;
-
-# (7) A hand-over within the cluster.
-my $b = zklock_node('b', $zk);
-zk_create($zk, '/zklock/ho');
-is(bg_result($s[0], "SELECT zk_lock_acquire('ho') > 0"), 't', '(7) session 0 holds ho');
-my $node0 = held_znode($a, $pid[0], 'ho');
-$from = scalar($wire->ops);
-bg_start($s[1], "SELECT zk_lock_acquire('ho', '60s')");
-# Its watch is the getData of session 0's node (it is A's only request on
-# that node); a sync after it, answered, says ZooKeeper has set it.
-my $watching = sub { grep { $_->[1] eq '4' && $_->[2] eq $node0 } ops_since($from) };
-wait_until($watching, 10, 'session 1 asked to watch session 0\'s node');
-ok($watching->(), '(7) session 1 waits, watching session 0\'s node') or show_ops($from);
-wait_until(sub { zk_wchp($zk)->{$node0} }, 10, 'ZooKeeper set the watch');
-my $bs = bg_session($b);
-bg_start($bs, "SELECT zk_lock_acquire('ho', '60s')");
-wait_until(sub { scalar(zk_ls($zk, '/zklock/ho')) == 3 }, 10, 'B queued behind them');
-my $zkpid = slurp_file("$zk->{dir}/zk1.pid") =~ s/\s+//gr;
-kill('STOP', $zkpid) or die "SIGSTOP ZooKeeper: $!";
-my $zk_frozen = $zkpid;
-END { kill('CONT', $zk_frozen) if $zk_frozen; }
-is(bg_result($s[0], "SELECT zk_lock_release('ho')"), 't', '(7) session 0 releases while ZooKeeper is frozen');
-my $handed = wait_until(sub { held_znode($a, $pid[1], 'ho') ne '' }, 2, 'session 1 holds');
-ok($handed, '(7) session 1 holds before ZooKeeper applied the delete of session 0\'s node');
-is($b->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE name = 'ho' AND state = 'held'"), 0,
-	'(7) B is not granted meanwhile');
-kill('CONT', $zkpid);
-$zk_frozen = undef;
-my ($out1) = bg_collect($s[1]);
-my ($token1) = $out1 =~ /^(\d+)$/m;
-wait_until(sub { !grep { $_ eq zk_base($node0) } zk_ls($zk, '/zklock/ho') }, 15, 'session 0\'s node is deleted');
-ok(!(grep { $_ eq zk_base($node0) } zk_ls($zk, '/zklock/ho')), '(7) session 0\'s node is gone once ZooKeeper is thawed');
-my $node1 = held_znode($a, $pid[1], 'ho');
-my $stat1 = zk_stat($zk, $node1);
-is($token1, $stat1 ? $stat1->{czxid} : 'none', '(7) session 1\'s token is its node\'s czxid');
-is($b->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE name = 'ho' AND state = 'held'"), 0,
-	'(7) B still waits while session 1 holds');
-is(bg_result($s[1], "SELECT zk_lock_release('ho')"), 't', '(7) session 1 releases');
-my ($outb) = bg_collect($bs);
-like($outb, qr/^\d+$/m, '(7) then B is granted');
-is(zk_status_of($a)->{state}, 'connected', '(7) A\'s session lived through the freeze');
-$bs->quit;
 
 done_testing();
