@@ -78,20 +78,57 @@ zkl_wb_group(const zkl_wb_kind *kinds, const char *const *dirs, int n, int *grou
 }
 
 /*
+ * How many multis may be in flight before ready writes wait, given the
+ * average round trip of the last multis.  Near ZooKeeper (a round trip
+ * under ZKL_WB_PACE_US) one: what becomes ready while a multi is in flight
+ * waits for its answer, and ZooKeeper pays once for all of it.  Far from
+ * it, a write would wait a long round trip for company, and the server is
+ * no bottleneck there: one more multi may leave for each ZKL_WB_PACE_US of
+ * the round trip, so that nothing waits much longer than that.
+ */
+int
+zkl_wb_in_flight_limit(int64_t round_trip_us)
+{
+	int64_t		limit;
+
+	if (round_trip_us <= 0)
+		return 1;
+	limit = 1 + round_trip_us / ZKL_WB_PACE_US;
+	return limit > ZKL_WB_MAX_IN_FLIGHT ? ZKL_WB_MAX_IN_FLIGHT : (int) limit;
+}
+
+/*
  * Whether the n operations ready now wait for the answer of the multis in
- * flight (in_flight of them) rather than leave.  While a multi is in
- * flight, what becomes ready gathers and leaves with its answer, as one
- * multi: under load each multi carries what came while the last one was
- * answered, and ZooKeeper pays once for all of it (a group commit).  With no
- * multi in flight nothing waits, so a lone request, and a light load whose
- * writes go alone, keep their latency; nor does anything wait for a session
- * that is not connected, where each operation goes alone and gets its own
- * answer.
+ * flight (in_flight of them) rather than leave.  While as many multis as
+ * zkl_wb_in_flight_limit allows are in flight, what becomes ready gathers
+ * and leaves with the next answer, as one multi: under load each multi
+ * carries what came while an earlier one was answered, and ZooKeeper pays
+ * once for all of it (a group commit).  With no multi in flight nothing
+ * waits, so a lone request, and a light load whose writes go alone, keep
+ * their latency; nor does anything wait for a session that is not
+ * connected, where each operation goes alone and gets its own answer.
  */
 bool
-zkl_wb_hold(int in_flight, int n, bool connected)
+zkl_wb_hold(int in_flight, int n, bool connected, int64_t round_trip_us)
 {
-	return connected && n > 0 && in_flight >= ZKL_WB_MAX_IN_FLIGHT;
+	return connected && n > 0 && in_flight > 0 &&
+		in_flight >= zkl_wb_in_flight_limit(round_trip_us);
+}
+
+/*
+ * The average round trip of the multis after one more (sample_us): an
+ * exponential average weighing the new one an eighth, the first taken as
+ * it is.  A sample that cannot be (negative: the clock went back) is
+ * ignored.
+ */
+int64_t
+zkl_wb_round_trip(int64_t average_us, int64_t sample_us)
+{
+	if (sample_us < 0)
+		return average_us;
+	if (average_us <= 0)
+		return sample_us;
+	return average_us + (sample_us - average_us) / 8;
 }
 
 /*

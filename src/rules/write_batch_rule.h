@@ -12,12 +12,18 @@
 #define ZKLOCK_WRITE_BATCH_RULE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* The most operations one multi carries (its lock operations). */
 #define ZKL_WB_MAX_OPS		64
 
-/* Multis in flight at most before ready writes wait for an answer. */
-#define ZKL_WB_MAX_IN_FLIGHT	1
+/*
+ * Multis in flight at most before ready writes wait for an answer: one,
+ * and one more for each ZKL_WB_PACE_US of the multis' round trip, up to
+ * ZKL_WB_MAX_IN_FLIGHT.
+ */
+#define ZKL_WB_PACE_US			500
+#define ZKL_WB_MAX_IN_FLIGHT	8
 
 typedef enum zkl_wb_kind
 {
@@ -39,7 +45,9 @@ typedef enum zkl_wb_outcome
 extern int	zkl_wb_group(const zkl_wb_kind *kinds, const char *const *dirs, int n,
 						 int *group);
 extern bool zkl_wb_must_list(int num_children);
-extern bool zkl_wb_hold(int in_flight, int n, bool connected);
+extern int	zkl_wb_in_flight_limit(int64_t round_trip_us);
+extern bool zkl_wb_hold(int in_flight, int n, bool connected, int64_t round_trip_us);
+extern int64_t zkl_wb_round_trip(int64_t average_us, int64_t sample_us);
 extern zkl_wb_outcome zkl_wb_outcome_of(int multi_rc);
 
 #endif							/* ZKLOCK_WRITE_BATCH_RULE_H */

@@ -3,10 +3,11 @@
  * write_batch.c
  *		Coalesced writes: the creates of lock requests and the deletes of
  *		releases that become ready together (in one pass of the worker's
- *		loop, or while a multi is in flight) travel as one ZooKeeper multi, which ZooKeeper pays for once (one request,
- *		one transaction, one log record).  Runs on the worker's main
- *		thread, but for zkl_multi_done, which runs on libzookeeper's
- *		completion thread and touches nothing of PostgreSQL.
+ *		loop, or while a multi is in flight) travel as one ZooKeeper
+ *		multi, which ZooKeeper pays for once (one request, one
+ *		transaction, one log record).  Runs on the worker's main thread,
+ *		but for zkl_multi_done, which runs on libzookeeper's completion
+ *		thread and touches nothing of PostgreSQL.
  *
  * The worker opens a batch at the start of a pass (zkl_batch_begin) and
  * sends it at the end (zkl_batch_flush).  Meanwhile lock_recipe.c and
@@ -14,11 +15,12 @@
  * (zkl_batch_take_create, zkl_batch_take_delete) instead of sending them.
  * With no multi in flight, what is ready leaves at the end of the pass: a
  * group of one alone, through the steps' own path, as without batching, so
- * a lone request waits for nobody.  While a multi is in flight, what
- * becomes ready waits for its answer and then leaves together
- * (write_batch_rule.c, zkl_wb_hold): under load each multi carries what
- * came while the one before it was answered, a group commit, and
- * ZooKeeper's work per lock falls with the load.
+ * a lone request waits for nobody.  While a multi is in flight (or a few,
+ * far from ZooKeeper: zkl_wb_in_flight_limit, by the multis' average
+ * round trip), what becomes ready waits for an answer and then leaves
+ * together (write_batch_rule.c, zkl_wb_hold): under load each multi
+ * carries what came while the one before it was answered, a group commit,
+ * and ZooKeeper's work per lock falls with the load.
  *
  * A multi's create answers no Stat, so no czxid.  The fencing token is the
  * lock node's czxid; after its lock operations the multi carries a setData
@@ -53,6 +55,7 @@
 #include "common/hashfn.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "rules/write_batch_rule.h"
 #include "settings.h"
@@ -82,6 +85,7 @@ typedef struct zkl_wb_op
  */
 typedef struct zkl_wb_multi
 {
+	TimestampTz sent_at;		/* when zoo_amulti took it */
 	int			nlock;			/* lock operations, first in ops[] */
 	int			nops;			/* ... and the setData of each create */
 	uintptr_t	ctx[ZKL_WB_MAX_OPS];	/* each lock operation's context */
@@ -108,6 +112,9 @@ static MemoryContext zkl_wb_cxt = NULL;
 
 /* Multis sent whose answer has not been handled yet. */
 static int	zkl_wb_in_flight = 0;
+
+/* The average round trip of the last multis, from send to answer (us). */
+static int64 zkl_wb_rtt_us = 0;
 
 /* Per slot: its next write goes alone (a multi with it failed as a whole). */
 static bool *zkl_wb_alone = NULL;
@@ -263,6 +270,8 @@ zkl_multi_done(int rc, const void *data)
 		ev->dir_refused = m->kind[i] == ZKL_WB_CREATE && m->setop[i] > 0 &&
 			m->results[m->setop[i]].err == ZNOAUTH;
 		ev->multi_end = (i == m->nlock - 1);
+		if (ev->multi_end)
+			ev->ctime = m->sent_at; /* its round trip starts there */
 		zkl_event_post(ev);
 	}
 	free(m);
@@ -324,6 +333,7 @@ zkl_wb_send_multi(zkl_wb_op **group, int n)
 			zoo_delete_op_init(&m->ops[i], op->path, -1);
 	}
 
+	m->sent_at = GetCurrentTimestamp();
 	rc = zoo_amulti(zkl_zh, m->nops, m->ops, m->results, zkl_multi_done, m);
 	if (rc != ZOK)
 	{
@@ -391,7 +401,7 @@ zkl_batch_flush(void)
 	}
 	zkl_wb_nops = n;
 	connected = zkl_zh != NULL && zkl_shared->session_state == ZKL_SESSION_CONNECTED;
-	if (zkl_wb_hold(zkl_wb_in_flight, n, connected))
+	if (zkl_wb_hold(zkl_wb_in_flight, n, connected, zkl_wb_rtt_us))
 		return;
 
 	zkl_wb_nops = 0;
@@ -462,7 +472,11 @@ zkl_batch_answered(zkl_event *ev)
 
 	/* The multi's last share: what was held for its answer may go. */
 	if (ev->multi_end && zkl_wb_in_flight > 0)
+	{
 		zkl_wb_in_flight--;
+		if (ev->rc == ZOK)
+			zkl_wb_rtt_us = zkl_wb_round_trip(zkl_wb_rtt_us, GetCurrentTimestamp() - ev->ctime);
+	}
 	if (ev->slotno < 0 || ev->slotno >= zkl_shared->nslots)
 		return;
 	op.kind = (zkl_wb_kind) ev->type;

@@ -64,7 +64,8 @@ typedef struct zkl_event
 	int			state;			/* session events */
 	int64		czxid;
 	int64		owner;			/* getData: the node's ephemeralOwner */
-	int64		ctime;			/* getData: when the node was created (ms) */
+	int64		ctime;			/* getData: when the node was created (ms); a
+								 * multi's last share: when it left */
 	char	   *path;
 	int			nchildren;
 	char	  **children;

@@ -107,12 +107,23 @@ test_outcomes(void)
 static void
 test_hold(void)
 {
-	check(!zkl_wb_hold(0, 1, true), "no multi in flight: a lone write leaves at once");
-	check(!zkl_wb_hold(0, 5, true), "no multi in flight: ready writes leave at once");
-	check(zkl_wb_hold(ZKL_WB_MAX_IN_FLIGHT, 1, true), "a multi in flight: a ready write waits for its answer");
-	check(zkl_wb_hold(ZKL_WB_MAX_IN_FLIGHT + 3, 4, true), "more in flight: ready writes wait");
-	check(!zkl_wb_hold(ZKL_WB_MAX_IN_FLIGHT, 3, false), "not connected: nothing waits, each goes alone");
-	check(!zkl_wb_hold(ZKL_WB_MAX_IN_FLIGHT, 0, true), "nothing ready: nothing held");
+	check(!zkl_wb_hold(0, 1, true, 0), "no multi in flight: a lone write leaves at once");
+	check(!zkl_wb_hold(0, 5, true, 100000), "no multi in flight: ready writes leave at once, however far");
+	check(zkl_wb_hold(1, 1, true, 0), "a multi in flight, no round trip known yet: a ready write waits");
+	check(zkl_wb_hold(1, 4, true, 300), "a multi in flight near ZooKeeper: ready writes wait for its answer");
+	check(!zkl_wb_hold(1, 4, true, 2000), "a multi in flight 2 ms away: another may leave");
+	check(zkl_wb_hold(5, 4, true, 2000), "2 ms away, five in flight: ready writes wait");
+	check(zkl_wb_hold(ZKL_WB_MAX_IN_FLIGHT, 1, true, 1000000), "at the most in flight: ready writes wait");
+	check(!zkl_wb_hold(3, 3, false, 0), "not connected: nothing waits, each goes alone");
+	check(!zkl_wb_hold(1, 0, true, 0), "nothing ready: nothing held");
+	check(zkl_wb_in_flight_limit(0) == 1, "limit: one while no round trip is known");
+	check(zkl_wb_in_flight_limit(ZKL_WB_PACE_US - 1) == 1, "limit: one under a pace");
+	check(zkl_wb_in_flight_limit(ZKL_WB_PACE_US) == 2, "limit: two at a pace");
+	check(zkl_wb_in_flight_limit(-5) == 1, "limit: one for a round trip that cannot be");
+	check(zkl_wb_in_flight_limit(INT64_MAX) == ZKL_WB_MAX_IN_FLIGHT, "limit: capped");
+	check(zkl_wb_round_trip(0, 800) == 800, "round trip: the first sample as it is");
+	check(zkl_wb_round_trip(800, 1600) == 900, "round trip: a new sample weighs an eighth");
+	check(zkl_wb_round_trip(800, -3) == 800, "round trip: a negative sample is ignored");
 }
 
 static void
