@@ -78,13 +78,16 @@ zkl_wb_group(const zkl_wb_kind *kinds, const char *const *dirs, int n, int *grou
 }
 
 /*
- * How many multis may be in flight before ready writes wait, given the
- * average round trip of the last multis.  Near ZooKeeper (a round trip
- * under ZKL_WB_PACE_US) one: what becomes ready while a multi is in flight
- * waits for its answer, and ZooKeeper pays once for all of it.  Far from
- * it, a write would wait a long round trip for company, and the server is
- * no bottleneck there: one more multi may leave for each ZKL_WB_PACE_US of
- * the round trip, so that nothing waits much longer than that.
+ * How many multis may be in flight before ready writes wait, given
+ * ZooKeeper's shortest recent round trip (zkl_wb_rtt_shortest).  Near
+ * ZooKeeper (under ZKL_WB_PACE_US) one: what becomes ready while a multi
+ * is in flight waits for its answer, and ZooKeeper pays once for all of
+ * it.  Far from it, a write would wait a long round trip for company, and
+ * the server is no bottleneck there: one more multi may leave for each
+ * ZKL_WB_PACE_US of the round trip, so that nothing waits much longer than
+ * that.  The shortest round trip, not the average, says how far ZooKeeper
+ * is: under load the average grows with the server's queue, and more
+ * multis in flight would only feed it.
  */
 int
 zkl_wb_in_flight_limit(int64_t round_trip_us)
@@ -116,19 +119,36 @@ zkl_wb_hold(int in_flight, int n, bool connected, int64_t round_trip_us)
 }
 
 /*
- * The average round trip of the multis after one more (sample_us): an
- * exponential average weighing the new one an eighth, the first taken as
- * it is.  A sample that cannot be (negative: the clock went back) is
- * ignored.
+ * Note a multi's round trip (sample_us, answered at now_us).  The shortest
+ * is kept per bucket of ZKL_WB_RTT_WINDOW_US; a bucket older than that
+ * becomes the previous one, and one older than two windows is forgotten,
+ * so that the figure follows a ZooKeeper that moved (another server, a
+ * slower link) within two windows.  A sample that cannot be (not positive)
+ * is ignored.
  */
-int64_t
-zkl_wb_round_trip(int64_t average_us, int64_t sample_us)
+void
+zkl_wb_rtt_note(zkl_wb_rtt * rtt, int64_t sample_us, int64_t now_us)
 {
-	if (sample_us < 0)
-		return average_us;
-	if (average_us <= 0)
-		return sample_us;
-	return average_us + (sample_us - average_us) / 8;
+	if (sample_us <= 0)
+		return;
+	if (now_us - rtt->bucket_start >= ZKL_WB_RTT_WINDOW_US || now_us < rtt->bucket_start)
+	{
+		rtt->previous = now_us - rtt->bucket_start < 2 * (int64_t) ZKL_WB_RTT_WINDOW_US &&
+			now_us >= rtt->bucket_start ? rtt->current : 0;
+		rtt->current = 0;
+		rtt->bucket_start = now_us;
+	}
+	if (rtt->current == 0 || sample_us < rtt->current)
+		rtt->current = sample_us;
+}
+
+/* The shortest round trip noted in the current and the previous bucket. */
+int64_t
+zkl_wb_rtt_shortest(const zkl_wb_rtt * rtt)
+{
+	if (rtt->previous > 0 && (rtt->current == 0 || rtt->previous < rtt->current))
+		return rtt->previous;
+	return rtt->current;
 }
 
 /*

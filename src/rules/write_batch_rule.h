@@ -19,11 +19,20 @@
 
 /*
  * Multis in flight at most before ready writes wait for an answer: one,
- * and one more for each ZKL_WB_PACE_US of the multis' round trip, up to
- * ZKL_WB_MAX_IN_FLIGHT.
+ * and one more for each ZKL_WB_PACE_US of ZooKeeper's shortest recent round
+ * trip, up to ZKL_WB_MAX_IN_FLIGHT.
  */
-#define ZKL_WB_PACE_US			500
+#define ZKL_WB_PACE_US			1000
 #define ZKL_WB_MAX_IN_FLIGHT	8
+
+/* The shortest round trip of the multis, over ZKL_WB_RTT_WINDOW_US or more. */
+#define ZKL_WB_RTT_WINDOW_US	5000000
+typedef struct zkl_wb_rtt
+{
+	int64_t		bucket_start;	/* when the current bucket began (us) */
+	int64_t		current;		/* its shortest round trip, 0: none yet */
+	int64_t		previous;		/* the bucket before's, 0: none */
+}			zkl_wb_rtt;
 
 typedef enum zkl_wb_kind
 {
@@ -47,7 +56,8 @@ extern int	zkl_wb_group(const zkl_wb_kind *kinds, const char *const *dirs, int n
 extern bool zkl_wb_must_list(int num_children);
 extern int	zkl_wb_in_flight_limit(int64_t round_trip_us);
 extern bool zkl_wb_hold(int in_flight, int n, bool connected, int64_t round_trip_us);
-extern int64_t zkl_wb_round_trip(int64_t average_us, int64_t sample_us);
+extern void zkl_wb_rtt_note(zkl_wb_rtt * rtt, int64_t sample_us, int64_t now_us);
+extern int64_t zkl_wb_rtt_shortest(const zkl_wb_rtt * rtt);
 extern zkl_wb_outcome zkl_wb_outcome_of(int multi_rc);
 
 #endif							/* ZKLOCK_WRITE_BATCH_RULE_H */

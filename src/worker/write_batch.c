@@ -16,8 +16,8 @@
  * With no multi in flight, what is ready leaves at the end of the pass: a
  * group of one alone, through the steps' own path, as without batching, so
  * a lone request waits for nobody.  While a multi is in flight (or a few,
- * far from ZooKeeper: zkl_wb_in_flight_limit, by the multis' average
- * round trip), what becomes ready waits for an answer and then leaves
+ * far from ZooKeeper: zkl_wb_in_flight_limit, by the multis' shortest
+ * recent round trip), what becomes ready waits for an answer and then leaves
  * together (write_batch_rule.c, zkl_wb_hold): under load each multi
  * carries what came while the one before it was answered, a group commit,
  * and ZooKeeper's work per lock falls with the load.
@@ -113,8 +113,8 @@ static MemoryContext zkl_wb_cxt = NULL;
 /* Multis sent whose answer has not been handled yet. */
 static int	zkl_wb_in_flight = 0;
 
-/* The average round trip of the last multis, from send to answer (us). */
-static int64 zkl_wb_rtt_us = 0;
+/* The multis' round trips, from send to answer: the shortest recent. */
+static zkl_wb_rtt zkl_wb_rtts;
 
 /* Per slot: its next write goes alone (a multi with it failed as a whole). */
 static bool *zkl_wb_alone = NULL;
@@ -401,7 +401,7 @@ zkl_batch_flush(void)
 	}
 	zkl_wb_nops = n;
 	connected = zkl_zh != NULL && zkl_shared->session_state == ZKL_SESSION_CONNECTED;
-	if (zkl_wb_hold(zkl_wb_in_flight, n, connected, zkl_wb_rtt_us))
+	if (zkl_wb_hold(zkl_wb_in_flight, n, connected, zkl_wb_rtt_shortest(&zkl_wb_rtts)))
 		return;
 
 	zkl_wb_nops = 0;
@@ -475,7 +475,11 @@ zkl_batch_answered(zkl_event *ev)
 	{
 		zkl_wb_in_flight--;
 		if (ev->rc == ZOK)
-			zkl_wb_rtt_us = zkl_wb_round_trip(zkl_wb_rtt_us, GetCurrentTimestamp() - ev->ctime);
+		{
+			TimestampTz now = GetCurrentTimestamp();
+
+			zkl_wb_rtt_note(&zkl_wb_rtts, now - ev->ctime, now);
+		}
 	}
 	if (ev->slotno < 0 || ev->slotno >= zkl_shared->nslots)
 		return;

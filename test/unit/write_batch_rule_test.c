@@ -112,7 +112,7 @@ test_hold(void)
 	check(zkl_wb_hold(1, 1, true, 0), "a multi in flight, no round trip known yet: a ready write waits");
 	check(zkl_wb_hold(1, 4, true, 300), "a multi in flight near ZooKeeper: ready writes wait for its answer");
 	check(!zkl_wb_hold(1, 4, true, 2000), "a multi in flight 2 ms away: another may leave");
-	check(zkl_wb_hold(5, 4, true, 2000), "2 ms away, five in flight: ready writes wait");
+	check(zkl_wb_hold(3, 4, true, 2000), "2 ms away, three in flight: ready writes wait");
 	check(zkl_wb_hold(ZKL_WB_MAX_IN_FLIGHT, 1, true, 1000000), "at the most in flight: ready writes wait");
 	check(!zkl_wb_hold(3, 3, false, 0), "not connected: nothing waits, each goes alone");
 	check(!zkl_wb_hold(1, 0, true, 0), "nothing ready: nothing held");
@@ -121,9 +121,36 @@ test_hold(void)
 	check(zkl_wb_in_flight_limit(ZKL_WB_PACE_US) == 2, "limit: two at a pace");
 	check(zkl_wb_in_flight_limit(-5) == 1, "limit: one for a round trip that cannot be");
 	check(zkl_wb_in_flight_limit(INT64_MAX) == ZKL_WB_MAX_IN_FLIGHT, "limit: capped");
-	check(zkl_wb_round_trip(0, 800) == 800, "round trip: the first sample as it is");
-	check(zkl_wb_round_trip(800, 1600) == 900, "round trip: a new sample weighs an eighth");
-	check(zkl_wb_round_trip(800, -3) == 800, "round trip: a negative sample is ignored");
+}
+
+static void
+test_round_trips(void)
+{
+	zkl_wb_rtt	r = {0, 0, 0};
+	int64_t		t = 1000000;
+
+	check(zkl_wb_rtt_shortest(&r) == 0, "round trip: none known at first");
+	zkl_wb_rtt_note(&r, 800, t);
+	check(zkl_wb_rtt_shortest(&r) == 800, "round trip: the first sample");
+	zkl_wb_rtt_note(&r, 2500, t + 10);
+	check(zkl_wb_rtt_shortest(&r) == 800, "round trip: a longer one (a loaded server) does not count");
+	zkl_wb_rtt_note(&r, 300, t + 20);
+	check(zkl_wb_rtt_shortest(&r) == 300, "round trip: a shorter one does");
+	zkl_wb_rtt_note(&r, -5, t + 30);
+	zkl_wb_rtt_note(&r, 0, t + 30);
+	check(zkl_wb_rtt_shortest(&r) == 300, "round trip: samples that cannot be are ignored");
+	t += ZKL_WB_RTT_WINDOW_US;
+	zkl_wb_rtt_note(&r, 2000, t + 40);
+	check(zkl_wb_rtt_shortest(&r) == 300, "round trip: the previous window still counts");
+	t += ZKL_WB_RTT_WINDOW_US;
+	zkl_wb_rtt_note(&r, 2100, t + 50);
+	check(zkl_wb_rtt_shortest(&r) == 2000, "round trip: after two windows a ZooKeeper that moved away is followed");
+	t += 3 * (int64_t) ZKL_WB_RTT_WINDOW_US;
+	zkl_wb_rtt_note(&r, 2200, t);
+	check(zkl_wb_rtt_shortest(&r) == 2200, "round trip: after a long silence only the new sample counts");
+	zkl_wb_rtt_note(&r, 900, t - 10 * (int64_t) ZKL_WB_RTT_WINDOW_US);
+	check(zkl_wb_rtt_shortest(&r) == 900, "round trip: a clock that went back starts a new window");
+	check(zkl_wb_in_flight_limit(zkl_wb_rtt_shortest(&r)) == 1, "limit from it: one near ZooKeeper");
 }
 
 static void
@@ -140,6 +167,7 @@ int
 main(void)
 {
 	test_hold();
+	test_round_trips();
 	test_must_list();
 	test_groups();
 	test_random();
