@@ -22,7 +22,7 @@
  * and one more for each ZKL_WB_PACE_US of ZooKeeper's shortest recent round
  * trip, up to ZKL_WB_MAX_IN_FLIGHT.
  */
-#define ZKL_WB_PACE_US			1000
+#define ZKL_WB_PACE_US			500
 #define ZKL_WB_MAX_IN_FLIGHT	8
 
 /* The shortest round trip of the multis, over ZKL_WB_RTT_WINDOW_US or more. */

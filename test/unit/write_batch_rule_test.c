@@ -110,9 +110,10 @@ test_hold(void)
 	check(!zkl_wb_hold(0, 1, true, 0), "no multi in flight: a lone write leaves at once");
 	check(!zkl_wb_hold(0, 5, true, 100000), "no multi in flight: ready writes leave at once, however far");
 	check(zkl_wb_hold(1, 1, true, 0), "a multi in flight, no round trip known yet: a ready write waits");
-	check(zkl_wb_hold(1, 4, true, 300), "a multi in flight near ZooKeeper: ready writes wait for its answer");
-	check(!zkl_wb_hold(1, 4, true, 2000), "a multi in flight 2 ms away: another may leave");
-	check(zkl_wb_hold(3, 4, true, 2000), "2 ms away, three in flight: ready writes wait");
+	check(zkl_wb_hold(1, 4, true, ZKL_WB_PACE_US - 1), "a multi in flight near ZooKeeper: ready writes wait for its answer");
+	check(!zkl_wb_hold(1, 4, true, 4 * ZKL_WB_PACE_US), "a multi in flight four paces away: another may leave");
+	check(!zkl_wb_hold(4, 4, true, 4 * ZKL_WB_PACE_US), "four paces away, four in flight: one more may leave");
+	check(zkl_wb_hold(5, 4, true, 4 * ZKL_WB_PACE_US), "four paces away, five in flight: ready writes wait");
 	check(zkl_wb_hold(ZKL_WB_MAX_IN_FLIGHT, 1, true, 1000000), "at the most in flight: ready writes wait");
 	check(!zkl_wb_hold(3, 3, false, 0), "not connected: nothing waits, each goes alone");
 	check(!zkl_wb_hold(1, 0, true, 0), "nothing ready: nothing held");
@@ -148,8 +149,8 @@ test_round_trips(void)
 	t += 3 * (int64_t) ZKL_WB_RTT_WINDOW_US;
 	zkl_wb_rtt_note(&r, 2200, t);
 	check(zkl_wb_rtt_shortest(&r) == 2200, "round trip: after a long silence only the new sample counts");
-	zkl_wb_rtt_note(&r, 900, t - 10 * (int64_t) ZKL_WB_RTT_WINDOW_US);
-	check(zkl_wb_rtt_shortest(&r) == 900, "round trip: a clock that went back starts a new window");
+	zkl_wb_rtt_note(&r, ZKL_WB_PACE_US / 2, t - 10 * (int64_t) ZKL_WB_RTT_WINDOW_US);
+	check(zkl_wb_rtt_shortest(&r) == ZKL_WB_PACE_US / 2, "round trip: a clock that went back starts a new window");
 	check(zkl_wb_in_flight_limit(zkl_wb_rtt_shortest(&r)) == 1, "limit from it: one near ZooKeeper");
 }
 
