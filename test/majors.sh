@@ -24,7 +24,7 @@ TOTAL_P=0
 TOTAL_F=0
 TOTAL_S=0
 STATUS=0
-LOG=$(mktemp --tmpdir zklock-majors.XXXXXX)
+LOG=$(mktemp --tmpdir --suffix=.zklock-majors)
 trap 'rm -f "$LOG"' EXIT
 # The 15 to test: Debian's, or ZKLOCK_PG15 (its pg_config).  On 18 the
 # upgrade test (054) comes from it (ZKLOCK_UPGRADE_FROM, unless set), which
@@ -70,7 +70,7 @@ suite() {
 compile_only() {
 	local label=$1 inc=$2 start=$SECONDS p=0 f=0 src work version
 	say "PostgreSQL $label: compile against $inc"
-	work=$(mktemp -d --tmpdir zklock-compile.XXXXXX)
+	work=$(mktemp -d --tmpdir --suffix=.zklock-compile)
 	# Debian 13's pg_config.h says the C library has strlcpy, which Debian
 	# 12's lacks: declare it, so that the only warning left is zklock's own.
 	printf '#include <stddef.h>\nextern size_t strlcpy(char *dst, const char *src, size_t siz);\n' \
@@ -103,10 +103,10 @@ bash "$TOP/test/install-deps.sh"
 # its time waiting, and the build takes the processor left.  17's headers
 # come the same way.  Each in a session of its own, so that a run ended
 # early ends them, and all they started, too.
-BUILD18_LOG=$(mktemp --tmpdir zklock-pg18.XXXXXX)
-PG18_OUT=$(mktemp --tmpdir zklock-pg18-config.XXXXXX)
-HEADERS17_LOG=$(mktemp --tmpdir zklock-pg17.XXXXXX)
-INC17_OUT=$(mktemp --tmpdir zklock-pg17-inc.XXXXXX)
+BUILD18_LOG=$(mktemp --tmpdir --suffix=.zklock-pg18)
+PG18_OUT=$(mktemp --tmpdir --suffix=.zklock-pg18-config)
+HEADERS17_LOG=$(mktemp --tmpdir --suffix=.zklock-pg17)
+INC17_OUT=$(mktemp --tmpdir --suffix=.zklock-pg17-inc)
 BUILD18_PID=
 HEADERS17_PID=
 cleanup() {

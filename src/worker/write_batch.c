@@ -271,7 +271,7 @@ zkl_multi_done(int rc, const void *data)
 			m->results[m->setop[i]].err == ZNOAUTH;
 		ev->multi_end = (i == m->nlock - 1);
 		if (ev->multi_end)
-			ev->ctime = m->sent_at; /* its round trip starts there */
+			ev->multi_sent_at = m->sent_at;
 		zkl_event_post(ev);
 	}
 	free(m);
@@ -478,7 +478,7 @@ zkl_batch_answered(zkl_event *ev)
 		{
 			TimestampTz now = GetCurrentTimestamp();
 
-			zkl_wb_rtt_note(&zkl_wb_rtts, now - ev->ctime, now);
+			zkl_wb_rtt_note(&zkl_wb_rtts, now - ev->multi_sent_at, now);
 		}
 	}
 	if (ev->slotno < 0 || ev->slotno >= zkl_shared->nslots)

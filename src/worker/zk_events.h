@@ -64,8 +64,7 @@ typedef struct zkl_event
 	int			state;			/* session events */
 	int64		czxid;
 	int64		owner;			/* getData: the node's ephemeralOwner */
-	int64		ctime;			/* getData: when the node was created (ms); a
-								 * multi's last share: when it left */
+	int64		ctime;			/* getData: when the node was created (ms) */
 	char	   *path;
 	int			nchildren;
 	char	  **children;
@@ -76,6 +75,7 @@ typedef struct zkl_event
 								 * zklock's */
 	bool		revoke_message; /* OWN_EXISTS: the data asks us to give up */
 	bool		multi_end;		/* ZKL_EV_BATCHED: the multi's last share */
+	int64		multi_sent_at;	/* ... and when its multi left */
 	bool		dir_refused;	/* ZKL_EV_BATCHED: its create's directory
 								 * refused the multi's setData (ZNOAUTH) */
 	char	   *data;			/* node data (getData), data_len bytes */
