@@ -21,13 +21,13 @@ SRC_DIRS = src src/shared src/rules src/names src/backend src/worker
 EXTENSION = zklock
 # The first version's script and every update after it, in order; the
 # versions before the newest are reached only through the updates.
-UPDATES = zklock--1.0--1.1.sql zklock--1.1--1.2.sql zklock--1.2--1.3.sql zklock--1.3--1.4.sql
+UPDATES = zklock--1.0--1.1.sql zklock--1.1--1.2.sql zklock--1.2--1.3.sql zklock--1.3--1.4.sql zklock--1.4--1.5.sql
 DATA = zklock--1.0.sql $(UPDATES)
 # The full script of the newest version (zklock.control's default_version)
 # is the first one plus every update, so that a fresh install and an
 # updated one cannot differ.  Each piece's psql guard (\echo ... \quit) is
 # dropped and the whole gets one of its own, as every script that ships has.
-DATA_built = zklock--1.4.sql
+DATA_built = zklock--1.5.sql
 PGFILEDESC = "zklock - ZooKeeper distributed locks"
 
 SHLIB_LINK = -lzookeeper_mt -lpthread

@@ -222,7 +222,7 @@ dpkg-deb -c "$DEB" | awk '{print $NF}' | sed 's|^\./|/|' >"$WORK/deb.list"
 grep -vE '/$|/bitcode/' "$WORK/deb.list"
 for f in "$LIBDIR/zklock.so" "$EXTDIR/zklock.control" "$EXTDIR/zklock--1.0.sql" \
 	"$EXTDIR/zklock--1.0--1.1.sql" "$EXTDIR/zklock--1.1--1.2.sql" "$EXTDIR/zklock--1.2--1.3.sql" \
-	"$EXTDIR/zklock--1.3--1.4.sql" \
+	"$EXTDIR/zklock--1.3--1.4.sql" "$EXTDIR/zklock--1.4--1.5.sql" \
 	"$EXTDIR/zklock--$CONTROL_VERSION.sql"; do
 	check "package holds $f" grep -qxF "$f" "$WORK/deb.list"
 done

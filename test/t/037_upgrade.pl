@@ -1,17 +1,17 @@
-# zklock 1.0 to the newest version (1.4) with a hold in place: database
+# zklock 1.0 to the newest version (1.5) with a hold in place: database
 # "old" is created at version 1.0, a session takes a lock, ALTER EXTENSION
 # zklock UPDATE runs (from another session, while the hold lasts): the hold
 # is still there, in zk_locks and in ZooKeeper, and the holder releases it
 # normally; 1.1's functions work in the upgraded database.  The upgraded
-# database and one created at 1.4 at once (postgres) have the same member
+# database and one created at 1.5 at once (postgres) have the same member
 # objects (by pg_describe_object over pg_depend's 'e' entries), the same
 # function definitions (pg_get_functiondef), the same privileges on them
 # and initial privileges (pg_init_privs, which pg_dump goes by), and the
-# same fencing tables, marked for pg_dump alike.  Then 1.1 to 1.4, where
+# same fencing tables, marked for pg_dump alike.  Then 1.1 to 1.5, where
 # zk_status() is dropped and created again with two more columns: a role
 # granted it in a database created at 1.1 can still call it after the
 # update and sees the new columns, and the grant is the only difference
-# from a fresh 1.4.  Last, 1.2 to 1.4 with fences in place: under 1.2 (the
+# from a fresh 1.5.  Last, 1.2 to 1.5 with fences in place: under 1.2 (the
 # new library serving it) a role granted zk_fence still records any token
 # as 1.2 did; after the update the 1.2 fences still refuse older tokens
 # (zk_fence's, kept for the role, and the trigger's, kept for its table),
@@ -26,14 +26,14 @@ use Test::More;
 use PostgreSQL::Test::Utils;
 
 my $zk = zk_start(1);
-my $a = zklock_node('a', $zk);    # zklock created in postgres: the fresh 1.4
+my $a = zklock_node('a', $zk);    # zklock created in postgres: the fresh 1.5
 
-is($a->safe_psql('postgres', "SELECT default_version FROM pg_available_extensions WHERE name = 'zklock'"), '1.4',
-	'the default version is 1.4');
+is($a->safe_psql('postgres', "SELECT default_version FROM pg_available_extensions WHERE name = 'zklock'"), '1.5',
+	'the default version is 1.5');
 $a->safe_psql('postgres', 'CREATE DATABASE old');
 $a->safe_psql('old', "CREATE EXTENSION zklock VERSION '1.0'");
 is($a->safe_psql('old', "SELECT extversion FROM pg_extension WHERE extname = 'zklock'"), '1.0', 'old: zklock 1.0');
-is($a->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'zklock'"), '1.4', 'postgres: zklock 1.4');
+is($a->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'zklock'"), '1.5', 'postgres: zklock 1.5');
 is($a->safe_psql('old', "SELECT count(*) FROM pg_proc WHERE proname IN ('zk_fence', 'zk_lock_verify', 'zk_lock_revoke')"),
 	'0', "old: none of 1.1's functions yet");
 
@@ -45,7 +45,7 @@ like($token, qr/^\d+$/, 'old: a session holds lock up under 1.0');
 my $znode = held_znode($a, $h_pid, 'up');
 
 is(sql_result($a, "\\c old\nALTER EXTENSION zklock UPDATE"), '', 'ALTER EXTENSION zklock UPDATE succeeds while the hold lasts');
-is($a->safe_psql('old', "SELECT extversion FROM pg_extension WHERE extname = 'zklock'"), '1.4', 'old: now zklock 1.4');
+is($a->safe_psql('old', "SELECT extversion FROM pg_extension WHERE extname = 'zklock'"), '1.5', 'old: now zklock 1.5');
 
 # The hold survived.
 is($a->safe_psql('old', "SELECT state || ' ' || fencing_token FROM zk_locks WHERE pid = $h_pid AND name = 'up'"),
@@ -61,7 +61,7 @@ zk_wait_empty($zk, '/zklock/up', 'after the release');
 is($a->safe_psql('old', "SELECT zk_lock_verify('up', $token)"), 'f', 'old: zk_lock_verify: the released token holds no more');
 $h->quit;
 
-# The upgraded database has what a fresh 1.4 has.
+# The upgraded database has what a fresh 1.5 has.
 my $members = q{
 SELECT pg_describe_object(classid, objid, objsubid)
   FROM pg_depend
@@ -69,7 +69,7 @@ SELECT pg_describe_object(classid, objid, objsubid)
    AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'zklock')
  ORDER BY 1};
 my $old_members = $a->safe_psql('old', $members);
-is($old_members, $a->safe_psql('postgres', $members), 'the upgraded database has the member objects of a fresh 1.4');
+is($old_members, $a->safe_psql('postgres', $members), 'the upgraded database has the member objects of a fresh 1.5');
 like($old_members, qr/^function zk_fence\(text,bigint\)$/m, '... among them zk_fence');
 like($old_members, qr/^table zk_fence_tokens$/m, '... and the fencing tables');
 like($old_members, qr/^table zk_fence_table_tokens$/m, '... both');
@@ -123,7 +123,7 @@ is( sql_result($a,
 	't|t|t|t', 'old: a session takes a semaphore twice (reentrant) and releases it');
 zk_wait_empty($zk, '/zklock/ups/leases', 'after the semaphore');
 
-# 1.1 to 1.4 with zk_status() granted to a monitoring role (README's
+# 1.1 to 1.5 with zk_status() granted to a monitoring role (README's
 # monitoring section grants it so): the update must not lose the grant.
 $a->safe_psql('postgres', 'CREATE ROLE watcher LOGIN; CREATE DATABASE mid');
 $a->safe_psql('mid', "CREATE EXTENSION zklock VERSION '1.1'; GRANT EXECUTE ON FUNCTION zk_status() TO watcher");
@@ -131,22 +131,22 @@ my @as_watcher = (extra_params => [ '-U', 'watcher' ]);
 my $status = q{SELECT count(*) FROM zk_status() s, json_object_keys(row_to_json(s))};
 is($a->safe_psql('mid', $status, @as_watcher), '18', "mid: the role calls 1.1's zk_status() (18 columns)");
 $a->safe_psql('mid', 'ALTER EXTENSION zklock UPDATE');
-is($a->safe_psql('mid', "SELECT extversion FROM pg_extension WHERE extname = 'zklock'"), '1.4', 'mid: now zklock 1.4');
+is($a->safe_psql('mid', "SELECT extversion FROM pg_extension WHERE extname = 'zklock'"), '1.5', 'mid: now zklock 1.5');
 is($a->safe_psql('mid', $status, @as_watcher), '21', '... the role still calls zk_status(), now with 21 columns');
 is( $a->safe_psql(
 		'mid', 'SELECT deadlock_checks >= 0 AND deadlocks_found >= 0 AND near_top_listings >= 0 FROM zk_status()',
 		@as_watcher),
 	't',
 	'... among them deadlock_checks, deadlocks_found and near_top_listings');
-is($a->safe_psql('mid', $members), $a->safe_psql('postgres', $members), 'mid: the member objects of a fresh 1.4');
+is($a->safe_psql('mid', $members), $a->safe_psql('postgres', $members), 'mid: the member objects of a fresh 1.5');
 like((run_command([ 'pg_dump', '--schema-only', '-d', $a->connstr('mid') ]))[0],
 	qr/^GRANT ALL ON FUNCTION public\.zk_status\(.*\) TO watcher;$/m, 'mid: pg_dump dumps the grant');
-# Without the grant it is a fresh 1.4: definitions, privileges and initial
+# Without the grant it is a fresh 1.5: definitions, privileges and initial
 # privileges.
 $a->safe_psql('mid', 'REVOKE EXECUTE ON FUNCTION zk_status() FROM watcher');
-is($a->safe_psql('mid', $functions), $new_fns, "mid: the grant was the only difference from a fresh 1.4's functions");
+is($a->safe_psql('mid', $functions), $new_fns, "mid: the grant was the only difference from a fresh 1.5's functions");
 
-# 1.2 to 1.4 with fences in place.
+# 1.2 to 1.5 with fences in place.
 $a->safe_psql('postgres', 'CREATE ROLE fencer LOGIN; CREATE DATABASE v12');
 $a->safe_psql('v12', q{
 CREATE EXTENSION zklock VERSION '1.2';
@@ -160,7 +160,7 @@ my @as_fencer = (extra_params => [ '-U', 'fencer' ]);
 is($a->safe_psql('v12', "SELECT zk_fence('f12', 40)", @as_fencer), '',
 	"v12: under 1.2 the role records a token no lock gave it, as 1.2 did");
 $a->safe_psql('v12', 'ALTER EXTENSION zklock UPDATE');
-is($a->safe_psql('v12', "SELECT extversion FROM pg_extension WHERE extname = 'zklock'"), '1.4', 'v12: now zklock 1.4');
+is($a->safe_psql('v12', "SELECT extversion FROM pg_extension WHERE extname = 'zklock'"), '1.5', 'v12: now zklock 1.5');
 is($a->safe_psql('v12', q{SELECT string_agg(fencer || ':' || resource || '=' || token, ' ' ORDER BY fencer::text, resource) FROM zk_fence_tokens}),
 	'fencer:docs=50 fencer:f12=40 postgres:docs=50 postgres:f12=40',
 	"v12: 1.2's rows are kept for zk_fence's owner and its grantee");
