@@ -105,6 +105,9 @@ zkl_shmem_startup(void)
 		pg_atomic_init_u64(&zkl_shared->counters.deadlock_checks, 0);
 		pg_atomic_init_u64(&zkl_shared->counters.deadlocks_found, 0);
 		pg_atomic_init_u64(&zkl_shared->counters.near_top_listings, 0);
+		pg_atomic_init_u64(&zkl_shared->counters.early_losses, 0);
+		pg_atomic_init_u64(&zkl_shared->counters.session_expiries, 0);
+		pg_atomic_init_u64(&zkl_shared->counters.commits_refused, 0);
 		zkl_shared->nlock_slots = zkl_max_locks;
 		zkl_shared->nslots = zkl_max_locks + zkl_reserve_slots();
 		zkl_shared->used_head = -1;

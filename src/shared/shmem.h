@@ -213,6 +213,11 @@ typedef struct zkl_counters
 										 * backend was the victim */
 	pg_atomic_uint64 near_top_listings; /* listings of a directory whose child
 										 * counter passed 2^30 */
+	pg_atomic_uint64 early_losses;	/* holds given up by the worker before
+									 * ZooKeeper could expire the session */
+	pg_atomic_uint64 session_expiries;	/* ZooKeeper sessions found expired */
+	pg_atomic_uint64 commits_refused;	/* commits and prepares refused for a
+										 * loss or for want of proof */
 } zkl_counters;
 
 #define zkl_count(field)	pg_atomic_fetch_add_u64(&zkl_shared->counters.field, 1)
