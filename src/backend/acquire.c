@@ -422,8 +422,11 @@ zkl_request(const char *name, zkl_mode mode, int permits, bool xact, bool try_on
 
 	/*
 	 * Known to the local table before it stops being the wait: no gap to leak
-	 * it.
+	 * it.  Room for its transaction hold is made first: nothing can fail
+	 * once it is in the table.
 	 */
+	if (xact)
+		zkl_reserve_xact_hold();
 	lock = hash_search(zkl_locks, key, HASH_ENTER, &found);
 	lock->slotno = slotno;
 	lock->generation = generation;
@@ -435,8 +438,8 @@ zkl_request(const char *name, zkl_mode mode, int permits, bool xact, bool try_on
 	zkl_end_publication();
 	if (xact)
 	{
-		lock->xact_count = 1;
 		zkl_remember_xact_hold(key);
+		lock->xact_count = 1;
 	}
 	return true;
 }
@@ -493,29 +496,6 @@ zkl_cmp_names(const void *a, const void *b)
 }
 
 /*
- * Turn the newest transaction-scope hold of an exclusive lock into a
- * session-scope one.
- */
-static void
-zkl_hold_for_session(const char *name)
-{
-	zkl_local_lock *lock = zkl_find_local(name, ZKL_MODE_EXCLUSIVE);
-
-	for (int i = zkl_n_xact_holds - 1; i >= 0; i--)
-	{
-		if (strcmp(zkl_xact_holds[i].key, lock->key) != 0)
-			continue;
-		memmove(&zkl_xact_holds[i], &zkl_xact_holds[i + 1],
-				sizeof(zkl_xact_hold) * (zkl_n_xact_holds - i - 1));
-		zkl_n_xact_holds--;
-		break;
-	}
-	lock->xact_count--;
-	lock->session_count++;
-	zkl_update_slot_counts(lock);
-}
-
-/*
  * Take every lock of a set or none, one after the other in canonical order,
  * so that two callers with overlapping sets cannot deadlock; duplicates are
  * folded.  One deadline covers the whole set.  tokens[i] is names[i]'s.
@@ -555,9 +535,18 @@ zkl_acquire_set(const char **names, int n, bool xact, int64 timeout_ms, int64 *t
 					 errdetail("Another holder has it and the timeout is zero; none of the %d locks is held.",
 							   ndistinct)));
 	}
+
+	/*
+	 * A member lost while the set waited for the others fails the set, and
+	 * the error gives back every member with the (sub)transaction it aborts:
+	 * all or nothing, even for a session-scope set, which becomes one only
+	 * now.
+	 */
+	for (int i = 0; i < ndistinct; i++)
+		zkl_report_if_lost(zkl_find_local(order[i], ZKL_MODE_EXCLUSIVE));
 	if (!xact)
 		for (int i = 0; i < ndistinct; i++)
-			zkl_hold_for_session(order[i]);
+			zkl_xact_hold_to_session(zkl_find_local(order[i], ZKL_MODE_EXCLUSIVE));
 
 	for (int i = 0; i < n; i++)
 	{

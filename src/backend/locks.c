@@ -231,20 +231,108 @@ zkl_drop_kept_exclusive(void)
 			zkl_drop_local(lock);
 }
 
+/*
+ * Room for one more entry of zkl_xact_holds, made before any count changes:
+ * an allocation that fails must leave every count as it was, or a hold
+ * would be counted that nothing releases.
+ */
+void
+zkl_reserve_xact_hold(void)
+{
+	if (zkl_n_xact_holds < zkl_max_xact_holds)
+		return;
+	if (zkl_xact_holds == NULL)
+		zkl_xact_holds = MemoryContextAlloc(TopMemoryContext, sizeof(zkl_xact_hold) * 16);
+	else
+		zkl_xact_holds = repalloc(zkl_xact_holds,
+								  sizeof(zkl_xact_hold) * zkl_max_xact_holds * 2);
+	zkl_max_xact_holds = Max(16, zkl_max_xact_holds * 2);
+}
+
+/* The entry of key's transaction holds that belong to owner, or -1. */
+static int
+zkl_find_xact_hold(const char *key, ResourceOwner owner)
+{
+	for (int i = zkl_n_xact_holds - 1; i >= 0; i--)
+		if (zkl_xact_holds[i].owner == owner && strcmp(zkl_xact_holds[i].key, key) == 0)
+			return i;
+	return -1;
+}
+
+/*
+ * One more transaction-scope hold of key, for the current resource owner.
+ * Cannot fail once zkl_reserve_xact_hold has made room.
+ */
 void
 zkl_remember_xact_hold(const char *key)
 {
-	if (zkl_n_xact_holds == zkl_max_xact_holds)
+	ResourceOwner owner = CurrentResourceOwner ? CurrentResourceOwner : CurTransactionResourceOwner;
+	int			i = zkl_find_xact_hold(key, owner);
+
+	if (i >= 0)
 	{
-		zkl_max_xact_holds = Max(16, zkl_max_xact_holds * 2);
-		zkl_xact_holds = zkl_xact_holds
-			? repalloc(zkl_xact_holds, sizeof(zkl_xact_hold) * zkl_max_xact_holds)
-			: MemoryContextAlloc(TopMemoryContext, sizeof(zkl_xact_hold) * zkl_max_xact_holds);
+		zkl_xact_holds[i].count++;
+		return;
 	}
+	Assert(zkl_n_xact_holds < zkl_max_xact_holds);
 	strlcpy(zkl_xact_holds[zkl_n_xact_holds].key, key, ZKL_KEY_LEN);
-	zkl_xact_holds[zkl_n_xact_holds].owner =
-		CurrentResourceOwner ? CurrentResourceOwner : CurTransactionResourceOwner;
+	zkl_xact_holds[zkl_n_xact_holds].owner = owner;
+	zkl_xact_holds[zkl_n_xact_holds].count = 1;
 	zkl_n_xact_holds++;
+}
+
+/* Remove entry i of zkl_xact_holds, keeping the order of the others. */
+static void
+zkl_remove_xact_hold(int i)
+{
+	memmove(&zkl_xact_holds[i], &zkl_xact_holds[i + 1],
+			sizeof(zkl_xact_hold) * (zkl_n_xact_holds - i - 1));
+	zkl_n_xact_holds--;
+}
+
+/*
+ * Turn the newest transaction-scope hold of lock into a session-scope one
+ * (a set taken for the session, once complete).
+ */
+void
+zkl_xact_hold_to_session(zkl_local_lock *lock)
+{
+	for (int i = zkl_n_xact_holds - 1; i >= 0; i--)
+	{
+		if (strcmp(zkl_xact_holds[i].key, lock->key) != 0)
+			continue;
+		if (--zkl_xact_holds[i].count == 0)
+			zkl_remove_xact_hold(i);
+		break;
+	}
+	lock->xact_count--;
+	lock->session_count++;
+	zkl_update_slot_counts(lock);
+}
+
+/*
+ * A subtransaction or a portal commits: its holds pass to its parent, as
+ * the lock manager passes advisory locks, and are counted with the
+ * parent's own holds of the same lock.
+ */
+void
+zkl_pass_xact_holds(ResourceOwner owner, ResourceOwner parent)
+{
+	for (int i = zkl_n_xact_holds - 1; i >= 0; i--)
+	{
+		int			merged;
+
+		if (zkl_xact_holds[i].owner != owner)
+			continue;
+		merged = zkl_find_xact_hold(zkl_xact_holds[i].key, parent);
+		if (merged >= 0)
+		{
+			zkl_xact_holds[merged].count += zkl_xact_holds[i].count;
+			zkl_remove_xact_hold(i);
+		}
+		else
+			zkl_xact_holds[i].owner = parent;
+	}
 }
 
 /* Remove the transaction holds of key (the lock itself is gone). */
@@ -270,21 +358,24 @@ zkl_note_loss(const char *name)
 		strlcpy(zkl_lost_in_xact, name, sizeof(zkl_lost_in_xact));
 }
 
+/* One more reentrant hold; every allocation comes before the count. */
 void
 zkl_count_hold(zkl_local_lock *lock, bool xact, const char *key)
 {
 	if (xact)
 	{
-		lock->xact_count++;
+		zkl_reserve_xact_hold();
 		zkl_remember_xact_hold(key);
+		lock->xact_count++;
 	}
 	else
 		lock->session_count++;
 	zkl_update_slot_counts(lock);
 }
 
-bool
-zkl_lock_is_lost(zkl_local_lock *lock)
+/* Whether the worker found this slot's hold lost, or is taking it away. */
+static bool
+zkl_slot_lost(zkl_local_lock *lock)
 {
 	zkl_slot   *slot = &zkl_shared->slots[lock->slotno];
 	bool		lost;
@@ -297,6 +388,67 @@ zkl_lock_is_lost(zkl_local_lock *lock)
 	return lost;
 }
 
+/*
+ * The exclusive hold a shared hold of the same lock rests on: a read
+ * requested after the backend's own exclusive node is granted at once,
+ * whatever writer queued between the two (lock_rule.c), so it holds only
+ * while that exclusive node does.  NULL when lock is not such a read.
+ */
+static zkl_local_lock *
+zkl_supporting_exclusive(zkl_local_lock *lock)
+{
+	zkl_local_lock *other;
+
+	if ((zkl_mode) lock->key[0] != ZKL_MODE_SHARED)
+		return NULL;
+	other = zkl_find_local(lock->key + 1, ZKL_MODE_EXCLUSIVE);
+	return other != NULL && other->token < lock->token ? other : NULL;
+}
+
+/*
+ * Whether a hold is lost: its own slot says so, or it is a shared hold
+ * that rested on this backend's exclusive hold and that one is lost (a
+ * writer queued between the two may hold now).
+ */
+bool
+zkl_lock_is_lost(zkl_local_lock *lock)
+{
+	zkl_local_lock *basis;
+
+	if (zkl_slot_lost(lock))
+		return true;
+	basis = zkl_supporting_exclusive(lock);
+	return basis != NULL && zkl_slot_lost(basis);
+}
+
+/*
+ * Forget a lost hold, with what rests on it or kept it: a shared hold
+ * granted because of this exclusive one is lost with it, and an exclusive
+ * node kept only for a lost shared hold goes too.
+ */
+static void
+zkl_drop_lost(zkl_local_lock *lock)
+{
+	zkl_mode	mode = (zkl_mode) lock->key[0];
+	char		name[ZKL_KEY_LEN];
+	zkl_local_lock *shared;
+
+	strlcpy(name, lock->key + 1, sizeof(name));
+	shared = mode == ZKL_MODE_EXCLUSIVE ? zkl_find_local(name, ZKL_MODE_SHARED) : NULL;
+	if (shared != NULL && zkl_supporting_exclusive(shared) == lock)
+		zkl_drop_local_as(shared, true);
+	else if (mode == ZKL_MODE_SHARED)
+	{
+		zkl_local_lock *basis = zkl_supporting_exclusive(lock);
+
+		/* The exclusive hold this read rested on is lost: both are. */
+		if (basis != NULL && zkl_slot_lost(basis))
+			zkl_drop_local_as(basis, true);
+	}
+	zkl_drop_local_as(lock, true);
+	zkl_drop_kept_exclusive();
+}
+
 /* Report a lock that the worker found lost, once, and forget it. */
 void
 zkl_report_if_lost(zkl_local_lock *lock)
@@ -304,23 +456,25 @@ zkl_report_if_lost(zkl_local_lock *lock)
 	char		name[ZKL_MAX_NAME_LEN + 1];
 	zkl_take_reason reason;
 	int			max_hold_ms;
+	bool		own;
 	zkl_slot   *slot = &zkl_shared->slots[lock->slotno];
 
 	if (!zkl_lock_is_lost(lock))
 		return;
 
+	own = zkl_slot_lost(lock);
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	reason = slot->take_reason;
 	max_hold_ms = slot->max_hold_ms;
 	LWLockRelease(zkl_shared->lock);
 	strlcpy(name, lock->key + 1, sizeof(name));
-	zkl_drop_local(lock);
-	/* An exclusive node kept for a lost shared hold goes too. */
-	zkl_drop_kept_exclusive();
+	zkl_drop_lost(lock);
 	zkl_note_loss(name);
 	ereport(ERROR,
 			(errcode(ERRCODE_ZKLOCK_LOST),
 			 errmsg("ZooKeeper lock \"%s\" was lost", name),
+			 !own ?
+			 errdetail("It was a shared hold granted because this session held the lock exclusively, and that exclusive hold was lost.") :
 			 reason == ZKL_TAKE_REVOKED ?
 			 errdetail("Its holder was asked to give it up (zk_lock_revoke), and zklock.on_revoke is \"cancel\".") :
 			 reason == ZKL_TAKE_HOLD_LIMIT ?
@@ -446,17 +600,43 @@ zkl_held_proven(text *name)
 }
 
 /*
+ * A lost hold is being given back on an abort path that does not end the
+ * top-level transaction (a savepoint rolled back, a cursor's portal whose
+ * FETCH failed, an exception block): the work done under it may live on in
+ * the outer transaction, so its loss dooms that transaction's commit
+ * exactly as a reported loss does.  zkl_note_loss cannot be used here: the
+ * aborting subtransaction is no longer in progress.
+ */
+static void
+zkl_doom_on_abort(zkl_local_lock *lock)
+{
+	if (zkl_lost_in_xact[0] == '\0' && zkl_lock_is_lost(lock))
+	{
+		strlcpy(zkl_lost_in_xact, lock->key + 1, sizeof(zkl_lost_in_xact));
+		ereport(WARNING,
+				(errcode(ERRCODE_ZKLOCK_LOST),
+				 errmsg("ZooKeeper lock \"%s\" was lost", lock->key + 1),
+				 errdetail("A hold of it was given back as a savepoint, cursor or exception block was rolled back; the transaction cannot commit."),
+				 errhint("Roll back the transaction and redo the work under a new lock.")));
+	}
+}
+
+/*
  * Give back the transaction-scope holds that belong to owner, newest first;
- * NULL: every one (the transaction ends).  A hold settled may drop its lock
- * and, with it, other holds of the array: each round looks again.
+ * NULL: every one (the transaction ends).  abort_path: owner is a
+ * subtransaction's or a portal's, released as an abort, and a lost hold
+ * dooms the top-level transaction (zkl_doom_on_abort).  A hold settled may
+ * drop its lock and, with it, other holds of the array: each round looks
+ * again.
  */
 void
-zkl_release_xact_holds(ResourceOwner owner)
+zkl_release_xact_holds(ResourceOwner owner, bool abort_path)
 {
 	for (;;)
 	{
 		int			i = zkl_n_xact_holds - 1;
 		char		key[ZKL_KEY_LEN];
+		int32		count;
 		zkl_local_lock *lock;
 
 		while (i >= 0 && owner != NULL && zkl_xact_holds[i].owner != owner)
@@ -464,13 +644,14 @@ zkl_release_xact_holds(ResourceOwner owner)
 		if (i < 0)
 			break;
 		strlcpy(key, zkl_xact_holds[i].key, sizeof(key));
-		memmove(&zkl_xact_holds[i], &zkl_xact_holds[i + 1],
-				sizeof(zkl_xact_hold) * (zkl_n_xact_holds - i - 1));
-		zkl_n_xact_holds--;
+		count = zkl_xact_holds[i].count;
+		zkl_remove_xact_hold(i);
 		lock = hash_search(zkl_locks, key, HASH_FIND, NULL);
 		if (lock == NULL || lock->xact_count <= 0)
 			continue;
-		lock->xact_count--;
+		if (abort_path)
+			zkl_doom_on_abort(lock);
+		lock->xact_count = Max(lock->xact_count - count, 0);
 		zkl_settle_local(lock, true);
 	}
 }

@@ -29,11 +29,17 @@ typedef struct zkl_local_lock
 								 * zklock.track_stats was off then */
 } zkl_local_lock;
 
-/* One transaction-scope acquire, and the resource owner it belongs to. */
+/*
+ * The transaction-scope holds of one lock that belong to one resource
+ * owner: counted, not listed, so that memory per lock stays constant
+ * whatever the number of reentrant acquires (a row trigger in a large
+ * UPDATE), as the lock manager counts advisory locks per owner.
+ */
 typedef struct zkl_xact_hold
 {
 	char		key[ZKL_KEY_LEN];
 	ResourceOwner owner;
+	int32		count;
 } zkl_xact_hold;
 
 extern HTAB *zkl_locks;
@@ -53,7 +59,10 @@ extern zkl_local_lock *zkl_find_local(const char *name, zkl_mode mode);
 extern void zkl_drop_local_as(zkl_local_lock *lock, bool lost);
 extern void zkl_drop_local(zkl_local_lock *lock);
 extern void zkl_update_slot_counts(zkl_local_lock *lock);
+extern void zkl_reserve_xact_hold(void);
 extern void zkl_remember_xact_hold(const char *key);
+extern void zkl_xact_hold_to_session(zkl_local_lock *lock);
+extern void zkl_pass_xact_holds(ResourceOwner owner, ResourceOwner parent);
 extern void zkl_note_loss(const char *name);
 extern void zkl_count_hold(zkl_local_lock *lock, bool xact, const char *key);
 extern bool zkl_lock_is_lost(zkl_local_lock *lock);
@@ -62,7 +71,8 @@ extern bool zkl_release_session(text *name, zkl_mode mode);
 extern void zkl_release_all_session(bool note_losses);
 extern bool zkl_held_token(text *name, int64 *token);
 extern bool zkl_held_proven(text *name);
-extern void zkl_release_xact_holds(ResourceOwner owner);
+extern void zkl_release_xact_holds(ResourceOwner owner, bool abort_path);
+extern void zkl_note_lost_held(void);
 extern void zkl_note_fence_row(text *name);
 extern void zkl_forget_fence_rows(void);
 extern void zkl_backend_exit(int code, Datum arg);

@@ -422,6 +422,8 @@ zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserv
 	slot->wanted = true;
 	slot->try_only = false;
 	slot->commit_waiting = false;
+	slot->committing = false;
+	slot->take_deferred = false;
 	slot->fence_row = false;
 	slot->inspect = false;
 	slot->op = ZKL_OP_LOCK;

@@ -16,7 +16,10 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_database.h"
 #include "commands/async.h"
+#include "executor/executor.h"
 #include "commands/dbcommands.h"
 #include "common/int.h"
 #include "lib/stringinfo.h"
@@ -27,6 +30,7 @@
 #include "storage/condition_variable.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
@@ -44,12 +48,104 @@
 #include "rules/clock.h"
 
 static void zkl_resource_release(ResourceReleasePhase phase, bool isCommit, bool isTopLevel, void *arg);
+static void zkl_end_committing(void);
 static void zkl_xact_callback(XactEvent event, void *arg);
 static void zkl_subxact_callback(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid, void *arg);
 
 static bool zkl_commit_waiting = false; /* our slots say commit_waiting */
+static bool zkl_committing = false; /* our slots say committing */
+
+/*
+ * The transaction touched a foreign table: its foreign data wrapper may
+ * make the work durable at commit (postgres_fdw commits its remote
+ * transaction in its own pre-commit callback), with no local transaction
+ * id to show for it.  Cleared when the transaction ends.
+ */
+static bool zkl_xact_foreign = false;
+
+/*
+ * A foreign table was used since zklock's transaction callback last moved
+ * to the front of the list (zkl_be_first_at_commit).
+ */
+static bool zkl_foreign_since_first = false;
+
+/* This transaction is a COMMIT PREPARED or ROLLBACK PREPARED. */
+static bool zkl_finishing_prepared = false;
+
+/* zklock's transaction callback is registered with &zkl_callback_args[zkl_callback_arg]. */
+static char zkl_callback_args[2];
+static int	zkl_callback_arg = 0;
 
 static ProcessUtility_hook_type prev_process_utility = NULL;
+static ExecutorStart_hook_type prev_executor_start = NULL;
+static ExecutorEnd_hook_type prev_executor_end = NULL;
+
+/*
+ * zklock's check must run before any other extension's pre-commit work:
+ * postgres_fdw, for one, commits its remote transaction in its pre-commit
+ * callback, which a failed check could no longer undo.  PostgreSQL calls the
+ * transaction callbacks newest first, and postgres_fdw registers its own at
+ * its first connection, after zklock's: so once a statement has used a
+ * foreign table (and the connection with it), zklock's callback moves to
+ * the front again.  Never while callbacks run (a transaction ending): the
+ * list may not change under the loop that calls them.
+ */
+static void
+zkl_be_first_at_commit(void)
+{
+	if (!zkl_foreign_since_first || zkl_committing || zkl_commit_waiting)
+		return;
+
+	/*
+	 * The new registration comes first (its allocation may fail, and zklock
+	 * must never be left without one), under the other of two arguments, so
+	 * that the old one can be told apart and removed.
+	 */
+	RegisterXactCallback(zkl_xact_callback, &zkl_callback_args[1 - zkl_callback_arg]);
+	UnregisterXactCallback(zkl_xact_callback, &zkl_callback_args[zkl_callback_arg]);
+	zkl_callback_arg = 1 - zkl_callback_arg;
+	zkl_foreign_since_first = false;
+}
+
+/* Whether a plan reads or writes a foreign table. */
+static bool
+zkl_plan_uses_foreign(PlannedStmt *plan)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->rtable)
+	{
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+
+		if (rte->rtekind == RTE_RELATION && rte->relkind == RELKIND_FOREIGN_TABLE)
+			return true;
+	}
+	return false;
+}
+
+static void
+zkl_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	if (zkl_plan_uses_foreign(queryDesc->plannedstmt))
+	{
+		zkl_xact_foreign = true;
+		zkl_foreign_since_first = true;
+	}
+	if (prev_executor_start)
+		prev_executor_start(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+}
+
+static void
+zkl_executor_end(QueryDesc *queryDesc)
+{
+	if (prev_executor_end)
+		prev_executor_end(queryDesc);
+	else
+		standard_ExecutorEnd(queryDesc);
+	zkl_be_first_at_commit();
+}
 
 /*
  * DISCARD ALL gives back this session's session-scope locks, as it gives
@@ -67,6 +163,22 @@ zkl_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 	bool		discard_all = IsA(parsetree, DiscardStmt) &&
 	((DiscardStmt *) parsetree)->target == DISCARD_ALL;
 
+	/*
+	 * COMMIT PREPARED and ROLLBACK PREPARED do their work inside this
+	 * statement: their own transaction's commit must not then fail for a
+	 * loss of the session's other locks (zkl_confirm_before_commit).
+	 */
+	if (IsA(parsetree, TransactionStmt) &&
+		(((TransactionStmt *) parsetree)->kind == TRANS_STMT_COMMIT_PREPARED ||
+		 ((TransactionStmt *) parsetree)->kind == TRANS_STMT_ROLLBACK_PREPARED))
+		zkl_finishing_prepared = true;
+	/* A foreign schema's import connects to its server. */
+	if (IsA(parsetree, ImportForeignSchemaStmt))
+	{
+		zkl_xact_foreign = true;
+		zkl_foreign_since_first = true;
+	}
+
 	if (prev_process_utility)
 		prev_process_utility(pstmt, queryString, readOnlyTree, context, params,
 							 queryEnv, dest, qc);
@@ -75,16 +187,21 @@ zkl_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 								queryEnv, dest, qc);
 	if (discard_all)
 		zkl_release_all_session(false);
+	zkl_be_first_at_commit();
 }
 
 void
 zkl_backend_init(void)
 {
-	RegisterXactCallback(zkl_xact_callback, NULL);
+	RegisterXactCallback(zkl_xact_callback, &zkl_callback_args[zkl_callback_arg]);
 	RegisterSubXactCallback(zkl_subxact_callback, NULL);
 	RegisterResourceReleaseCallback(zkl_resource_release, NULL);
 	prev_process_utility = ProcessUtility_hook;
 	ProcessUtility_hook = zkl_process_utility;
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = zkl_executor_start;
+	prev_executor_end = ExecutorEnd_hook;
+	ExecutorEnd_hook = zkl_executor_end;
 	zkl_before_claim = zkl_local_init;
 }
 
@@ -105,15 +222,9 @@ zkl_resource_release(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 		zkl_n_xact_holds == 0 || zkl_shared == NULL || zkl_locks == NULL)
 		return;
 	if (isCommit)
-	{
-		ResourceOwner parent = ResourceOwnerGetParent(owner);
-
-		for (int i = 0; i < zkl_n_xact_holds; i++)
-			if (zkl_xact_holds[i].owner == owner)
-				zkl_xact_holds[i].owner = parent;
-	}
+		zkl_pass_xact_holds(owner, ResourceOwnerGetParent(owner));
 	else
-		zkl_release_xact_holds(owner);
+		zkl_release_xact_holds(owner, true);
 }
 
 /*
@@ -245,21 +356,95 @@ zkl_report_lost_holds(int64 session)
 	if (lock != NULL)
 	{
 		zkl_end_commit_wait();
+		zkl_end_committing();
+		zkl_count(commits_refused);
 		zkl_report_if_other_session(lock, session);
 		zkl_report_if_lost(lock);
 	}
+}
+
+/*
+ * COMMIT PREPARED and ROLLBACK PREPARED have done their work by the time
+ * their own transaction commits: a loss of the session's other locks is
+ * reported as a WARNING, never as an error after the fact.  The lost holds
+ * stay known, and are reported as errors where they are next used.
+ */
+static void
+zkl_warn_lost_holds(void)
+{
+	HASH_SEQ_STATUS seq;
+	zkl_local_lock *lock;
+
+	hash_seq_init(&seq, zkl_locks);
+	while ((lock = hash_seq_search(&seq)) != NULL)
+		if (zkl_lock_is_lost(lock))
+			ereport(WARNING,
+					(errcode(ERRCODE_ZKLOCK_LOST),
+					 errmsg("ZooKeeper lock \"%s\" was lost", lock->key + 1),
+					 errdetail("The prepared transaction was finished all the same; it was not under this lock."),
+					 errhint("The loss is reported again where the lock is next used.")));
+}
+
+/*
+ * From the pre-commit check that passed until the transaction ends, the
+ * worker takes none of its holds away (a hold limit, a revocation under
+ * zklock.on_revoke = cancel): see zkl_take_away.  A take-away that began
+ * before the mark is seen by the check that follows it.
+ */
+static void
+zkl_mark_committing(bool committing)
+{
+	HASH_SEQ_STATUS seq;
+	zkl_local_lock *lock;
+	bool		deferred = false;
+
+	zkl_committing = committing;
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	hash_seq_init(&seq, zkl_locks);
+	while ((lock = hash_seq_search(&seq)) != NULL)
+	{
+		zkl_slot   *slot = &zkl_shared->slots[lock->slotno];
+
+		if (slot->generation != lock->generation)
+			continue;
+		slot->committing = committing;
+		deferred |= slot->take_deferred;
+	}
+	LWLockRelease(zkl_shared->lock);
+	/* A take-away that waited for this commit can go now. */
+	if (deferred)
+		zkl_wake_worker();
+}
+
+/* The transaction ends, however: nothing of it is committing any more. */
+static void
+zkl_end_committing(void)
+{
+	if (zkl_committing)
+		zkl_mark_committing(false);
 }
 
 /* No proof of the session came within its timeout: the commit fails. */
 pg_noreturn static void
 zkl_report_unconfirmed(int timeout_ms)
 {
+	HASH_SEQ_STATUS seq;
+	zkl_local_lock *lock;
+	char		name[ZKL_MAX_NAME_LEN + 1] = "";
+
 	zkl_end_commit_wait();
+	zkl_count(commits_refused);
+	hash_seq_init(&seq, zkl_locks);
+	if ((lock = hash_seq_search(&seq)) != NULL)
+	{
+		strlcpy(name, lock->key + 1, sizeof(name));
+		hash_seq_term(&seq);
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_ZKLOCK_LOST),
 			 errmsg("could not confirm the ZooKeeper session before commit"),
-			 errdetail("No answer from ZooKeeper for %d ms; this session's ZooKeeper locks may have passed to another holder.",
-					   timeout_ms),
+			 errdetail("No answer from ZooKeeper for %d ms; this session's ZooKeeper locks (\"%s\" among them) may have passed to another holder.",
+					   timeout_ms, name),
 			 errhint("Check that ZooKeeper at zklock.hosts (\"%s\") is reachable and the zklock worker is running.",
 					 zkl_hosts)));
 }
@@ -282,16 +467,44 @@ zkl_confirm_before_commit(void)
 	int64		start = 0;		/* zkl_now()'s clock (clock.h) */
 	int64		deadline = 0;
 	bool		wrote;
+	bool		notifies;
 
+	if (zkl_finishing_prepared)
+	{
+		zkl_warn_lost_holds();
+		return;
+	}
 	if (zkl_lost_in_xact[0] != '\0')
+	{
+		zkl_count(commits_refused);
 		ereport(ERROR,
 				(errcode(ERRCODE_ZKLOCK_LOST),
 				 errmsg("ZooKeeper lock \"%s\" was lost in this transaction", zkl_lost_in_xact),
 				 errdetail("Its loss was reported earlier in the transaction and caught there; a transaction cannot commit after one of its session's locks was lost."),
 				 errhint("Roll back the transaction and redo the work under a new lock.")));
+	}
 	if (hash_get_num_entries(zkl_locks) == 0)
 		return;
-	wrote = TransactionIdIsValid(GetTopTransactionIdIfAny()) || zkl_notifications_pending();
+
+	/*
+	 * What counts as a write: a local transaction id, notifications waiting
+	 * for the commit, or a foreign table used (its server commits at our
+	 * commit, with no local id to show for it).
+	 */
+	notifies = zkl_notifications_pending();
+	wrote = TransactionIdIsValid(GetTopTransactionIdIfAny()) || notifies || zkl_xact_foreign;
+
+	/*
+	 * PostgreSQL queues notifications after the pre-commit callbacks, under
+	 * the heavyweight lock that serialises every database's notifying
+	 * commits, which another transaction may hold for as long as its own
+	 * commit lasts (a synchronous standby that is away).  A wait there after
+	 * the proof would let the proof grow old: the lock is taken here, before
+	 * it, exactly as PreCommit_Notify takes it (a transaction's heavyweight
+	 * locks are its own: PreCommit_Notify then finds it held).
+	 */
+	if (notifies)
+		LockSharedObject(DatabaseRelationId, InvalidOid, 0, AccessExclusiveLock);
 
 	for (;;)
 	{
@@ -339,6 +552,13 @@ zkl_confirm_before_commit(void)
 										   (long) Min(zkl_ms_left(deadline, zkl_now()), PG_INT32_MAX),
 										   zkl_wait_event(ZKL_WAIT_COMMIT));
 	}
+
+	/*
+	 * Proven: from here to the transaction's end nothing of zklock's takes a
+	 * hold away; one taken away before the mark fails the commit now.
+	 */
+	zkl_mark_committing(true);
+	zkl_report_lost_holds(0);
 	zkl_end_commit_wait();
 
 	if (start != 0)
@@ -381,10 +601,13 @@ zkl_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			/* After the commit record: the next holder sees our work. */
 			zkl_end_commit_wait();
+			zkl_end_committing();
 			zkl_forget_fence_rows();
 			zkl_cancel_wait(true);
-			zkl_release_xact_holds(NULL);
+			zkl_release_xact_holds(NULL, false);
 			zkl_lost_in_xact[0] = '\0';
+			zkl_xact_foreign = false;
+			zkl_finishing_prepared = false;
 			break;
 		default:
 			break;

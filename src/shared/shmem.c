@@ -327,6 +327,8 @@ zkl_slot_clear(zkl_slot *slot)
 	slot->generation++;
 	slot->wanted = false;
 	slot->commit_waiting = false;
+	slot->committing = false;
+	slot->take_deferred = false;
 	slot->inspect = false;
 	slot->op = ZKL_OP_LOCK;
 	slot->permits = 0;

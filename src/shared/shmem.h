@@ -107,7 +107,8 @@ typedef enum zkl_session_state
  *   the worker, under the lock held exclusively (the backend that claims a
  *   slot resets them while claiming).  The worker reads its own writes
  *   without the lock; everyone else reads them under the lock.
- * - state, generation, wanted, queued, commit_waiting, fence_row,
+ * - state, generation, wanted, queued, commit_waiting, committing,
+ *   take_deferred, fence_row,
  *   session_count and xact_count are read under the lock and written under
  *   it exclusively, by the owning backend or the worker.
  * - The session fields (session_state to proof_sent) are written by the
@@ -146,6 +147,10 @@ typedef struct zkl_slot
 	bool		queued;			/* index is in the worker's request queue */
 	bool		try_only;		/* give up instead of queueing */
 	bool		commit_waiting; /* owner waits in its pre-commit check */
+	bool		committing;		/* owner's transaction passed its pre-commit
+								 * check and has not ended: the worker takes
+								 * nothing away from it until it ends */
+	bool		take_deferred;	/* a take-away waited for such a commit */
 	bool		fence_row;		/* owner's open transaction locked a fence row
 								 * with this hold's token (fence.c) */
 	zkl_node_kind kind;			/* MUTEX, WRITE or READ (lock_rule.h) */

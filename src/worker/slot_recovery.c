@@ -192,13 +192,16 @@ zkl_check_holds(void)
 {
 	int		   *watch;
 	int		   *expired;
+	int		   *revoked;
 	int			nwatch = 0;
 	int			nexpired = 0;
+	int			nrevoked = 0;
 	int64		now = zkl_now();
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	watch = palloc(sizeof(int) * Max(zkl_shared->nused, 1));
 	expired = palloc(sizeof(int) * Max(zkl_shared->nused, 1));
+	revoked = palloc(sizeof(int) * Max(zkl_shared->nused, 1));
 	for (int i = zkl_shared->used_head; i >= 0; i = zkl_shared->slots[i].next)
 	{
 		zkl_slot   *slot = &zkl_shared->slots[i];
@@ -208,6 +211,10 @@ zkl_check_holds(void)
 		if (slot->max_hold_ms > 0 && slot->take_reason == ZKL_TAKE_NONE &&
 			now >= zkl_after_ms(zkl_works[i].granted_mono, slot->max_hold_ms))
 			expired[nexpired++] = i;
+		else if (slot->take_deferred && !slot->committing &&
+				 slot->take_reason == ZKL_TAKE_NONE && slot->revoke_requested &&
+				 slot->on_revoke == ZKL_ON_REVOKE_CANCEL)
+			revoked[nrevoked++] = i;	/* waited for a commit's end */
 		else if (zkl_works[i].own_watch_gen != zkl_works[i].opgen)
 			watch[nwatch++] = i;
 	}
@@ -217,8 +224,11 @@ zkl_check_holds(void)
 		zkl_watch_own_node(watch[k], &zkl_shared->slots[watch[k]]);
 	for (int k = 0; k < nexpired; k++)
 		zkl_take_away(expired[k], &zkl_shared->slots[expired[k]], ZKL_TAKE_HOLD_LIMIT);
+	for (int k = 0; k < nrevoked; k++)
+		zkl_take_away(revoked[k], &zkl_shared->slots[revoked[k]], ZKL_TAKE_REVOKED);
 	pfree(watch);
 	pfree(expired);
+	pfree(revoked);
 }
 
 /*

@@ -332,19 +332,52 @@ zkl_mark_lost(int slotno, const char *cause)
  * Take a hold away from its backend (zkl_take_reason): from now on the
  * backend counts it lost and its commit fails; its node is deleted, and once
  * it is gone the loss is reported as any other (zkl_on_deleted).
+ *
+ * Not from a transaction that has passed its pre-commit check (committing):
+ * its commit may already be durable, and another holder must not be granted
+ * the lock before that commit is visible.  The take-away waits for the
+ * transaction's end: zkl_check_holds tries again on its next pass (the
+ * backend wakes the worker when it ends), and the log line then says so.
  */
 void
 zkl_take_away(int slotno, zkl_slot *slot, zkl_take_reason reason)
 {
 	bool		taken;
+	bool		deferred = false;
+	bool		waited = false;
+	int			pid = 0;
+	char		name[ZKL_MAX_NAME_LEN + 1];
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	taken = slot->state == ZKL_SLOT_HELD && slot->wanted && slot->take_reason == ZKL_TAKE_NONE;
-	if (taken)
+	if (taken && slot->committing)
+	{
+		deferred = !slot->take_deferred;
+		slot->take_deferred = true;
+		taken = false;
+	}
+	else if (taken)
+	{
 		slot->take_reason = reason;
+		waited = slot->take_deferred;
+	}
+	pid = slot->pid;
+	strlcpy(name, slot->name, sizeof(name));
 	LWLockRelease(zkl_shared->lock);
+	if (deferred)
+		ereport(LOG,
+				(errmsg("zklock: ZooKeeper lock \"%s\" of backend %d is not taken away while its transaction commits",
+						name, pid),
+				 errdetail("The %s waits for the end of that transaction.",
+						   reason == ZKL_TAKE_REVOKED ? "revocation" : "hold limit (zklock.max_hold_time)")));
 	if (!taken)
 		return;
+	if (waited)
+		ereport(LOG,
+				(errmsg("zklock: ZooKeeper lock \"%s\" taken away from backend %d after its transaction's commit ended",
+						name, pid),
+				 errdetail("The %s waited for that commit.",
+						   reason == ZKL_TAKE_REVOKED ? "revocation" : "hold limit (zklock.max_hold_time)")));
 	/* A committing backend looks again. */
 	ConditionVariableBroadcast(&zkl_shared->contact_cv);
 	zkl_send_delete(slotno, slot);
