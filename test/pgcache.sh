@@ -60,17 +60,35 @@ private_apt() {
 
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 
-# What the suite needs of 18 besides the server: dblink (018, 040) from its
-# contrib.  (Not pg_cron: Debian 12 packages it for 15 only, and Debian's
-# pg-cron source package is not on the mirror; 040 runs on 15 only, README
-# says so.)  A cache built before is completed, not rebuilt, when it can be.
-RECIPE18='server, dblink'
+# What the suite needs of 18 besides the server, from its contrib: dblink
+# (018, 040) and postgres_fdw (084).  (Not pg_cron: Debian 12 packages it
+# for 15 only, and Debian's pg-cron source package is not on the mirror;
+# 040 runs on 15 only, README says so.)  A cache built before is completed,
+# not rebuilt, when it can be: the source is fetched again and only the
+# modules built.
+CONTRIB18='dblink postgres_fdw'
+RECIPE18="server, $CONTRIB18"
 # How the server itself is configured: a server built another way is built
 # again (032 needs ICU, as Debian's own 18 has it).
 SERVER18='--with-icu --with-zlib --with-readline --enable-tap-tests'
 
+# Download and unpack the postgresql-18 source package into $1; print the
+# source directory.
+fetch18() {
+	local src=$1 tarball
+	private_apt unstable-src "deb-src [signed-by=$KEYRING] $(mirror) unstable main"
+	rm -rf "$src"
+	mkdir -p "$src"
+	say "downloading the postgresql-18 source package"
+	(cd "$src" && apt-get "${APT[@]}" -q source --download-only postgresql-18 >&2)
+	tarball=$(find "$src" -maxdepth 1 -name 'postgresql-18_*.orig.tar.*' | head -n 1)
+	[ -n "$tarball" ] || { say "no upstream tarball in the source package"; return 1; }
+	tar -C "$src" -xf "$tarball"
+	find "$src" -maxdepth 1 -type d -name 'postgresql-18*' | head -n 1
+}
+
 build18() {
-	local prefix=$CACHE/pg18 src=$CACHE/pg18-src stamp tarball start=$SECONDS jobs
+	local prefix=$CACHE/pg18 src=$CACHE/pg18-src stamp start=$SECONDS jobs dir m
 	stamp=$prefix/.zklock-complete
 	if [ -f "$stamp" ] && [ -x "$prefix/bin/pg_config" ] &&
 		grep -qxF "recipe: $RECIPE18" "$stamp" &&
@@ -79,32 +97,41 @@ build18() {
 		return 0
 	fi
 	jobs=$(nproc)
+	dir=$(fetch18 "$src") || return 1
 	if [ -f "$prefix/.zklock-server" ] && [ -x "$prefix/bin/pg_config" ] &&
 		grep -qxF "configure: $SERVER18" "$prefix/.zklock-server"; then
-		say "completing the cached PostgreSQL 18"
+		# The same configuration: the modules alone, against the installed
+		# server.
+		say "completing the cached PostgreSQL 18 ($CONTRIB18)"
+		if ! (
+			cd "$dir" &&
+				./configure -q --prefix="$prefix" $SERVER18 CFLAGS='-O2 -g' &&
+				make -s -j"$jobs" -C src/backend generated-headers &&
+				for m in $CONTRIB18; do
+					make -s -j"$jobs" -C "contrib/$m" && make -s -C "contrib/$m" install || exit 1
+				done
+		) >"$src/build.log" 2>&1; then
+			tail -n 40 "$src/build.log" >&2
+			say "build failed"
+			return 1
+		fi
 	else
-		private_apt unstable-src "deb-src [signed-by=$KEYRING] $(mirror) unstable main"
-		rm -rf "$src" "$prefix"
-		mkdir -p "$src"
-		say "downloading the postgresql-18 source package"
-		(cd "$src" && apt-get "${APT[@]}" -q source --download-only postgresql-18 >&2)
-		tarball=$(find "$src" -maxdepth 1 -name 'postgresql-18_*.orig.tar.*' | head -n 1)
-		[ -n "$tarball" ] || { say "no upstream tarball in the source package"; return 1; }
-		tar -C "$src" -xf "$tarball"
+		rm -rf "$prefix"
 		# Debian's own patches move files to its per-major layout; the upstream
 		# layout under one prefix is what a private installation wants.  No
-		# documentation, no contrib module but dblink: only what the suite
-		# runs.  -g stays: the tests' gdb reads zklock's variables, and PGXS
-		# builds zklock with the server's CFLAGS.
+		# documentation, no contrib module but those the suite runs.  -g
+		# stays: the tests' gdb reads zklock's variables, and PGXS builds
+		# zklock with the server's CFLAGS.
 		say "building PostgreSQL 18 into $prefix with $jobs jobs (log: $src/build.log)"
 		if ! (
-			cd "$src"/postgresql-18*/ &&
+			cd "$dir" &&
 				# shellcheck disable=SC2086 # the options are words
 				./configure -q --prefix="$prefix" $SERVER18 CFLAGS='-O2 -g' &&
 				make -s -j"$jobs" &&
-				make -s -j"$jobs" -C contrib/dblink &&
 				make -s install &&
-				make -s -C contrib/dblink install
+				for m in $CONTRIB18; do
+					make -s -j"$jobs" -C "contrib/$m" && make -s -C "contrib/$m" install || exit 1
+				done
 		) >"$src/build.log" 2>&1; then
 			tail -n 40 "$src/build.log" >&2
 			say "build failed"
