@@ -613,11 +613,17 @@ zkl_session_proven(int *timeout_ms, TimestampTz *until, int64 *session)
 {
 	zkl_session_state state;
 	int64		proof_sent;
-	int64		now = zkl_now();
+	int64		now;
 	int			timeout;
 	int64		session_id;
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+
+	/*
+	 * The clock is read once the lock is held: a wait for the lock must count
+	 * against the proof, never in its favour.
+	 */
+	now = zkl_now();
 	state = zkl_shared->session_state;
 	proof_sent = zkl_shared->proof_sent;
 	session_id = zkl_shared->session_id;
