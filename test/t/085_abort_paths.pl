@@ -77,6 +77,32 @@ is($state, 'ok', '(5) the exception block catches the failed FETCH') or diag($er
 is($state, 'ZK002', '(5) COMMIT after the PL/pgSQL block fails with ZK002') or diag($err);
 is(committed($a, 'plpgsql'), '0', '(5) ... its row not committed');
 
+# The loss's own cancel (zklock.on_lock_lost = cancel, on a second
+# cluster) interrupts a FETCH inside a savepoint: 57014, and the portal's
+# hold is released on the abort path.
+my $b = zklock_node('b', $zk);
+$b->safe_psql('postgres', 'CREATE TABLE work (tag text)');
+my $c = bg_session($b);
+my $c_pid = $c->query_safe('SELECT pg_backend_pid()');
+$c->query_safe('BEGIN');
+$c->query_safe("DECLARE k CURSOR FOR SELECT CASE WHEN i = 1 THEN zk_lock_acquire_xact('C', '10s') > 0 END AS held, "
+	  . "pg_sleep(CASE WHEN i = 2 THEN 60 ELSE 0 END) FROM generate_series(1, 3) i");
+is(bg_result($c, 'FETCH 1 FROM k'), 't|', '(5) 57014 case: the cursor takes C');
+$c->query_safe("INSERT INTO work VALUES ('cancelled')");
+$c->query_safe('SAVEPOINT s');
+bg_start($c, 'FETCH 1 FROM k');
+ok(wait_until(sub { $b->safe_psql('postgres', "SELECT wait_event FROM pg_stat_activity WHERE pid = $c_pid") eq 'PgSleep' },
+		15, 'the FETCH runs'), '(5) 57014 case: the second FETCH runs');
+my $cnode = held_znode($b, $c_pid, 'C');
+ok($cnode ne '' && zk_delete($zk, $cnode), '(5) 57014 case: an operator deletes the node of C');
+my ($cout, $cerr) = bg_collect($c);
+like($cerr, qr/canceling statement due to user request/, '(5) 57014 case: the loss cancels the FETCH');
+$c->query_safe('ROLLBACK TO s');
+($state, $err) = bg_sqlstate($c, 'COMMIT');
+is($state, 'ZK002', '(5) 57014 case: COMMIT fails with ZK002') or diag($err);
+is($b->safe_psql('postgres', "SELECT count(*) FROM work WHERE tag = 'cancelled'"), '0', '(5) 57014 case: the row is not committed');
+$c->quit;
+
 # ---------------------------------------------------------------------
 # (6) COMMIT PREPARED answers what it did.
 # ---------------------------------------------------------------------
