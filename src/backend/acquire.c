@@ -422,8 +422,8 @@ zkl_request(const char *name, zkl_mode mode, int permits, bool xact, bool try_on
 
 	/*
 	 * Known to the local table before it stops being the wait: no gap to leak
-	 * it.  Room for its transaction hold is made first: nothing can fail
-	 * once it is in the table.
+	 * it.  Room for its transaction hold is made first: nothing can fail once
+	 * it is in the table.
 	 */
 	if (xact)
 		zkl_reserve_xact_hold();

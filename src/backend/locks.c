@@ -52,19 +52,12 @@
 #include "shared/stats.h"
 
 static void zkl_drop_kept_exclusive(void);
-static void zkl_forget_xact_holds(const char *key);
 
 StaticAssertDecl(ZKL_STATS_NAME_LEN == ZKL_MAX_NAME_LEN,
 				 "zk_lock_stats keeps whole lock names");
 
 
 HTAB	   *zkl_locks = NULL;
-
-zkl_xact_hold *zkl_xact_holds = NULL;
-
-int			zkl_n_xact_holds = 0;
-
-static int	zkl_max_xact_holds = 0;
 
 static bool zkl_exit_registered = false;
 
@@ -232,119 +225,16 @@ zkl_drop_kept_exclusive(void)
 }
 
 /*
- * Room for one more entry of zkl_xact_holds, made before any count changes:
- * an allocation that fails must leave every count as it was, or a hold
- * would be counted that nothing releases.
- */
-void
-zkl_reserve_xact_hold(void)
-{
-	if (zkl_n_xact_holds < zkl_max_xact_holds)
-		return;
-	if (zkl_xact_holds == NULL)
-		zkl_xact_holds = MemoryContextAlloc(TopMemoryContext, sizeof(zkl_xact_hold) * 16);
-	else
-		zkl_xact_holds = repalloc(zkl_xact_holds,
-								  sizeof(zkl_xact_hold) * zkl_max_xact_holds * 2);
-	zkl_max_xact_holds = Max(16, zkl_max_xact_holds * 2);
-}
-
-/* The entry of key's transaction holds that belong to owner, or -1. */
-static int
-zkl_find_xact_hold(const char *key, ResourceOwner owner)
-{
-	for (int i = zkl_n_xact_holds - 1; i >= 0; i--)
-		if (zkl_xact_holds[i].owner == owner && strcmp(zkl_xact_holds[i].key, key) == 0)
-			return i;
-	return -1;
-}
-
-/*
- * One more transaction-scope hold of key, for the current resource owner.
- * Cannot fail once zkl_reserve_xact_hold has made room.
- */
-void
-zkl_remember_xact_hold(const char *key)
-{
-	ResourceOwner owner = CurrentResourceOwner ? CurrentResourceOwner : CurTransactionResourceOwner;
-	int			i = zkl_find_xact_hold(key, owner);
-
-	if (i >= 0)
-	{
-		zkl_xact_holds[i].count++;
-		return;
-	}
-	Assert(zkl_n_xact_holds < zkl_max_xact_holds);
-	strlcpy(zkl_xact_holds[zkl_n_xact_holds].key, key, ZKL_KEY_LEN);
-	zkl_xact_holds[zkl_n_xact_holds].owner = owner;
-	zkl_xact_holds[zkl_n_xact_holds].count = 1;
-	zkl_n_xact_holds++;
-}
-
-/* Remove entry i of zkl_xact_holds, keeping the order of the others. */
-static void
-zkl_remove_xact_hold(int i)
-{
-	memmove(&zkl_xact_holds[i], &zkl_xact_holds[i + 1],
-			sizeof(zkl_xact_hold) * (zkl_n_xact_holds - i - 1));
-	zkl_n_xact_holds--;
-}
-
-/*
  * Turn the newest transaction-scope hold of lock into a session-scope one
  * (a set taken for the session, once complete).
  */
 void
 zkl_xact_hold_to_session(zkl_local_lock *lock)
 {
-	for (int i = zkl_n_xact_holds - 1; i >= 0; i--)
-	{
-		if (strcmp(zkl_xact_holds[i].key, lock->key) != 0)
-			continue;
-		if (--zkl_xact_holds[i].count == 0)
-			zkl_remove_xact_hold(i);
-		break;
-	}
+	zkl_drop_one_xact_hold(lock->key);
 	lock->xact_count--;
 	lock->session_count++;
 	zkl_update_slot_counts(lock);
-}
-
-/*
- * A subtransaction or a portal commits: its holds pass to its parent, as
- * the lock manager passes advisory locks, and are counted with the
- * parent's own holds of the same lock.
- */
-void
-zkl_pass_xact_holds(ResourceOwner owner, ResourceOwner parent)
-{
-	for (int i = zkl_n_xact_holds - 1; i >= 0; i--)
-	{
-		int			merged;
-
-		if (zkl_xact_holds[i].owner != owner)
-			continue;
-		merged = zkl_find_xact_hold(zkl_xact_holds[i].key, parent);
-		if (merged >= 0)
-		{
-			zkl_xact_holds[merged].count += zkl_xact_holds[i].count;
-			zkl_remove_xact_hold(i);
-		}
-		else
-			zkl_xact_holds[i].owner = parent;
-	}
-}
-
-/* Remove the transaction holds of key (the lock itself is gone). */
-static void
-zkl_forget_xact_holds(const char *key)
-{
-	int			kept = 0;
-
-	for (int i = 0; i < zkl_n_xact_holds; i++)
-		if (strcmp(zkl_xact_holds[i].key, key) != 0)
-			zkl_xact_holds[kept++] = zkl_xact_holds[i];
-	zkl_n_xact_holds = kept;
 }
 
 /*
@@ -610,7 +500,9 @@ zkl_held_proven(text *name)
 static void
 zkl_doom_on_abort(zkl_local_lock *lock)
 {
-	if (zkl_lost_in_xact[0] == '\0' && zkl_lock_is_lost(lock))
+	/* A top-level abort (nesting level 1) dooms nothing: it ends it all. */
+	if (GetCurrentTransactionNestLevel() > 1 &&
+		zkl_lost_in_xact[0] == '\0' && zkl_lock_is_lost(lock))
 	{
 		strlcpy(zkl_lost_in_xact, lock->key + 1, sizeof(zkl_lost_in_xact));
 		ereport(WARNING,
@@ -632,21 +524,13 @@ zkl_doom_on_abort(zkl_local_lock *lock)
 void
 zkl_release_xact_holds(ResourceOwner owner, bool abort_path)
 {
-	for (;;)
-	{
-		int			i = zkl_n_xact_holds - 1;
-		char		key[ZKL_KEY_LEN];
-		int32		count;
-		zkl_local_lock *lock;
+	char		key[ZKL_KEY_LEN];
+	int32		count;
 
-		while (i >= 0 && owner != NULL && zkl_xact_holds[i].owner != owner)
-			i--;
-		if (i < 0)
-			break;
-		strlcpy(key, zkl_xact_holds[i].key, sizeof(key));
-		count = zkl_xact_holds[i].count;
-		zkl_remove_xact_hold(i);
-		lock = hash_search(zkl_locks, key, HASH_FIND, NULL);
+	while (zkl_take_xact_hold(owner, key, &count))
+	{
+		zkl_local_lock *lock = hash_search(zkl_locks, key, HASH_FIND, NULL);
+
 		if (lock == NULL || lock->xact_count <= 0)
 			continue;
 		if (abort_path)
@@ -726,5 +610,5 @@ zkl_backend_exit(int code, Datum arg)
 	hash_seq_init(&seq, zkl_locks);
 	while ((lock = hash_seq_search(&seq)) != NULL)
 		zkl_drop_local(lock);
-	zkl_n_xact_holds = 0;
+	zkl_forget_all_xact_holds();
 }

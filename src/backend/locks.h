@@ -12,9 +12,8 @@
 #include "utils/resowner.h"
 
 #include "backend/request.h"
+#include "backend/xact_holds.h"
 
-/* Hash key: 'x' or 's' for the mode, then the lock name. */
-#define ZKL_KEY_LEN		(ZKL_MAX_NAME_LEN + 2)
 
 /* This backend's slots, by mode and lock name. */
 typedef struct zkl_local_lock
@@ -29,22 +28,8 @@ typedef struct zkl_local_lock
 								 * zklock.track_stats was off then */
 } zkl_local_lock;
 
-/*
- * The transaction-scope holds of one lock that belong to one resource
- * owner: counted, not listed, so that memory per lock stays constant
- * whatever the number of reentrant acquires (a row trigger in a large
- * UPDATE), as the lock manager counts advisory locks per owner.
- */
-typedef struct zkl_xact_hold
-{
-	char		key[ZKL_KEY_LEN];
-	ResourceOwner owner;
-	int32		count;
-} zkl_xact_hold;
 
 extern HTAB *zkl_locks;
-extern zkl_xact_hold *zkl_xact_holds;
-extern int	zkl_n_xact_holds;
 
 /*
  * A lock whose loss this transaction was told of (ZK002): it may not commit,
@@ -59,10 +44,7 @@ extern zkl_local_lock *zkl_find_local(const char *name, zkl_mode mode);
 extern void zkl_drop_local_as(zkl_local_lock *lock, bool lost);
 extern void zkl_drop_local(zkl_local_lock *lock);
 extern void zkl_update_slot_counts(zkl_local_lock *lock);
-extern void zkl_reserve_xact_hold(void);
-extern void zkl_remember_xact_hold(const char *key);
 extern void zkl_xact_hold_to_session(zkl_local_lock *lock);
-extern void zkl_pass_xact_holds(ResourceOwner owner, ResourceOwner parent);
 extern void zkl_note_loss(const char *name);
 extern void zkl_count_hold(zkl_local_lock *lock, bool xact, const char *key);
 extern bool zkl_lock_is_lost(zkl_local_lock *lock);

@@ -124,7 +124,7 @@ zkl_plan_uses_foreign(PlannedStmt *plan)
 }
 
 static void
-zkl_executor_start(QueryDesc *queryDesc, int eflags)
+zkl_executor_start(QueryDesc * queryDesc, int eflags)
 {
 	if (zkl_plan_uses_foreign(queryDesc->plannedstmt))
 	{
@@ -138,7 +138,7 @@ zkl_executor_start(QueryDesc *queryDesc, int eflags)
 }
 
 static void
-zkl_executor_end(QueryDesc *queryDesc)
+zkl_executor_end(QueryDesc * queryDesc)
 {
 	if (prev_executor_end)
 		prev_executor_end(queryDesc);
@@ -165,8 +165,8 @@ zkl_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 
 	/*
 	 * COMMIT PREPARED and ROLLBACK PREPARED do their work inside this
-	 * statement: their own transaction's commit must not then fail for a
-	 * loss of the session's other locks (zkl_confirm_before_commit).
+	 * statement: their own transaction's commit must not then fail for a loss
+	 * of the session's other locks (zkl_confirm_before_commit).
 	 */
 	if (IsA(parsetree, TransactionStmt) &&
 		(((TransactionStmt *) parsetree)->kind == TRANS_STMT_COMMIT_PREPARED ||
@@ -450,61 +450,43 @@ zkl_report_unconfirmed(int timeout_ms)
 }
 
 /*
- * A backend that holds locks commits (or prepares) only with proof that
- * they are still its own: none was lost, each was granted in the session
- * in use, and a request of that session sent to ZooKeeper less than a third
- * of the session timeout ago was answered, so it cannot have expired by
- * now.  The session's state, id and last contact are read in one look, and
- * each hold is compared with that id: a session that expires and is
- * replaced while the holds are looked at fails the comparison, whatever
- * the lost flags said.  Without proof (disconnected, or the worker frozen)
- * the commit waits for a fresh heartbeat, at most one session timeout, and
- * fails when none comes.
+ * Whether the commit makes anything durable or visible that needs the
+ * proof: a local transaction id, notifications waiting for the commit, or a
+ * foreign table used (its server commits at our commit, with no local id to
+ * show for it).  A transaction that wrote nothing makes nothing durable or
+ * visible: a known loss is still reported, but there is nothing to protect
+ * by waiting for proof, and a read-only statement of a lock holder must not
+ * stall while ZooKeeper is away.
+ *
+ * PostgreSQL queues notifications after the pre-commit callbacks, under the
+ * heavyweight lock that serialises every database's notifying commits,
+ * which another transaction may hold for as long as its own commit lasts (a
+ * synchronous standby that is away).  A wait there after the proof would
+ * let the proof grow old: the lock is taken here, before it, exactly as
+ * PreCommit_Notify takes it (a transaction's heavyweight locks are its own:
+ * PreCommit_Notify then finds it held).
+ */
+static bool
+zkl_commit_needs_proof(void)
+{
+	bool		notifies = zkl_notifications_pending();
+
+	if (notifies)
+		LockSharedObject(DatabaseRelationId, InvalidOid, 0, AccessExclusiveLock);
+	return notifies || zkl_xact_foreign ||
+		TransactionIdIsValid(GetTopTransactionIdIfAny());
+}
+
+/*
+ * Wait for proof of the session in use, at most one session timeout;
+ * every look first reports a hold that is lost or of another session.
+ * Returns when the session is proven, or at once when needs_proof is false.
  */
 static void
-zkl_confirm_before_commit(void)
+zkl_await_proof(bool needs_proof)
 {
 	int64		start = 0;		/* zkl_now()'s clock (clock.h) */
 	int64		deadline = 0;
-	bool		wrote;
-	bool		notifies;
-
-	if (zkl_finishing_prepared)
-	{
-		zkl_warn_lost_holds();
-		return;
-	}
-	if (zkl_lost_in_xact[0] != '\0')
-	{
-		zkl_count(commits_refused);
-		ereport(ERROR,
-				(errcode(ERRCODE_ZKLOCK_LOST),
-				 errmsg("ZooKeeper lock \"%s\" was lost in this transaction", zkl_lost_in_xact),
-				 errdetail("Its loss was reported earlier in the transaction and caught there; a transaction cannot commit after one of its session's locks was lost."),
-				 errhint("Roll back the transaction and redo the work under a new lock.")));
-	}
-	if (hash_get_num_entries(zkl_locks) == 0)
-		return;
-
-	/*
-	 * What counts as a write: a local transaction id, notifications waiting
-	 * for the commit, or a foreign table used (its server commits at our
-	 * commit, with no local id to show for it).
-	 */
-	notifies = zkl_notifications_pending();
-	wrote = TransactionIdIsValid(GetTopTransactionIdIfAny()) || notifies || zkl_xact_foreign;
-
-	/*
-	 * PostgreSQL queues notifications after the pre-commit callbacks, under
-	 * the heavyweight lock that serialises every database's notifying
-	 * commits, which another transaction may hold for as long as its own
-	 * commit lasts (a synchronous standby that is away).  A wait there after
-	 * the proof would let the proof grow old: the lock is taken here, before
-	 * it, exactly as PreCommit_Notify takes it (a transaction's heavyweight
-	 * locks are its own: PreCommit_Notify then finds it held).
-	 */
-	if (notifies)
-		LockSharedObject(DatabaseRelationId, InvalidOid, 0, AccessExclusiveLock);
 
 	for (;;)
 	{
@@ -515,15 +497,7 @@ zkl_confirm_before_commit(void)
 
 		proven = zkl_session_proven(&timeout_ms, NULL, &session);
 		zkl_report_lost_holds(session);
-
-		/*
-		 * A transaction that wrote nothing (it has no transaction id and no
-		 * notification waits for its commit) makes nothing durable or
-		 * visible: a known loss is still reported, but there is nothing to
-		 * protect by waiting for proof, and a read-only statement of a lock
-		 * holder must not stall while ZooKeeper is away.
-		 */
-		if (!wrote || proven)
+		if (!needs_proof || proven)
 			break;
 		now = zkl_now();
 		if (start == 0)
@@ -552,6 +526,45 @@ zkl_confirm_before_commit(void)
 										   (long) Min(zkl_ms_left(deadline, zkl_now()), PG_INT32_MAX),
 										   zkl_wait_event(ZKL_WAIT_COMMIT));
 	}
+	if (start != 0)
+		ereport(LOG,
+				(errmsg("zklock: commit waited %ld ms for the ZooKeeper session to be confirmed",
+						(long) ((zkl_now() - start) / 1000))));
+}
+
+/*
+ * A backend that holds locks commits (or prepares) only with proof that
+ * they are still its own: none was lost, each was granted in the session
+ * in use, and a request of that session sent to ZooKeeper less than a third
+ * of the session timeout ago was answered, so it cannot have expired by
+ * now.  The session's state, id and last contact are read in one look, and
+ * each hold is compared with that id: a session that expires and is
+ * replaced while the holds are looked at fails the comparison, whatever
+ * the lost flags said.  Without proof (disconnected, or the worker frozen)
+ * the commit waits for a fresh heartbeat, at most one session timeout, and
+ * fails when none comes.
+ */
+static void
+zkl_confirm_before_commit(void)
+{
+	if (zkl_finishing_prepared)
+	{
+		zkl_warn_lost_holds();
+		return;
+	}
+	if (zkl_lost_in_xact[0] != '\0')
+	{
+		zkl_count(commits_refused);
+		ereport(ERROR,
+				(errcode(ERRCODE_ZKLOCK_LOST),
+				 errmsg("ZooKeeper lock \"%s\" was lost in this transaction", zkl_lost_in_xact),
+				 errdetail("Its loss was reported earlier in the transaction and caught there; a transaction cannot commit after one of its session's locks was lost."),
+				 errhint("Roll back the transaction and redo the work under a new lock.")));
+	}
+	if (hash_get_num_entries(zkl_locks) == 0)
+		return;
+
+	zkl_await_proof(zkl_commit_needs_proof());
 
 	/*
 	 * Proven: from here to the transaction's end nothing of zklock's takes a
@@ -560,11 +573,6 @@ zkl_confirm_before_commit(void)
 	zkl_mark_committing(true);
 	zkl_report_lost_holds(0);
 	zkl_end_commit_wait();
-
-	if (start != 0)
-		ereport(LOG,
-				(errmsg("zklock: commit waited %ld ms for the ZooKeeper session to be confirmed",
-						(long) ((zkl_now() - start) / 1000))));
 }
 
 static void
