@@ -20,7 +20,9 @@
 #      zklock.on_revoke = cancel wait while the holder's COMMIT is stalled
 #      in synchronous replication, past its check: no other session is
 #      granted the lock before that COMMIT ends, and the log says the
-#      take-away waited.
+#      take-away waited.  And a transaction-scope lock goes after the
+#      commit, not at the check: a waiter is not granted while the
+#      holder's COMMIT is stalled, and then sees its row.
 # zklock.on_lock_lost = error: losses reach the sessions through their
 # statements only.
 use strict;
@@ -191,6 +193,22 @@ $a->safe_psql('postgres', "SELECT pg_cancel_backend($p_pid)");
 ($out, $err) = bg_collect($p);
 is(committed($a, 'revoked'), '1', '(4) the commit ends, committed');
 ok(wait_until(sub { sql_result($a, "SELECT zk_lock_try('V')") eq 't' }, 15, 'V free'), '(4) then V is free');
+
+# A transaction-scope lock is given back after the commit, not at the
+# check: a waiter of the same cluster is not granted while the holder's
+# COMMIT is stalled past its check, and once granted it sees the row.
+$p->query_safe("RESET zklock.on_revoke");
+$a->safe_psql('postgres', 'CREATE TABLE guarded (v int)');
+stalled_commit($p, $p_pid, 'O', 'ordered', '(4)');
+my $reader = queue_waiter($a, $zk, 'O', '60s');
+sleep(2);
+is(lock_state($a, $reader->{pid}, 'O'), 'waiting', '(4) a waiter is not granted O while the holder\'s COMMIT is stalled');
+$a->safe_psql('postgres', "SELECT pg_cancel_backend($p_pid)");
+bg_collect($p);
+my ($at, $rout) = waiter_grant($reader);
+ok(defined $at, '(4) the waiter is granted O once the COMMIT ends') or diag($rout);
+is(bg_result($reader->{s}, "SELECT count(*) FROM work WHERE tag = 'ordered'"), '1', '(4) ... and sees the committed row');
+$reader->{s}->quit;
 
 $q->quit;
 $p->quit;
