@@ -1,6 +1,9 @@
-# No herd: with 50 waiters on one lock, every waiter watches only its
-# predecessor, and each release wakes exactly one waiter.  Shown with
-# ZooKeeper's own watch table and with the workers' count of watch events.
+# No herd: with 50 waiters on one lock, from four clusters (four ZooKeeper
+# sessions, so that "watched by at most two sessions" and "at most two
+# watches per deletion" could fail: with two sessions they could not),
+# every waiter watches only its predecessor, and each release wakes exactly
+# one waiter.  Shown with ZooKeeper's own watch table and with the workers'
+# count of watch events.
 use strict;
 use warnings FATAL => 'all';
 
@@ -11,8 +14,7 @@ use Test::More;
 
 my $nwaiters = 50;
 my $zk = zk_start(1);
-my @nodes = (zklock_node('a', $zk, conf => 'max_connections = 80'),
-	zklock_node('b', $zk, conf => 'max_connections = 80'));
+my @nodes = map { zklock_node($_, $zk, conf => 'max_connections = 40') } qw(a b c d);
 my $dir = $nodes[0]->safe_psql('postgres', "SELECT zk_lock_path('herd')");
 
 sub watch_events
@@ -28,7 +30,7 @@ $holder->query_safe("SELECT zk_lock_acquire('herd')");
 my @waiters;
 for my $i (0 .. $nwaiters - 1)
 {
-	my $s = bg_session($nodes[ $i % 2 ]);
+	my $s = bg_session($nodes[ $i % @nodes ]);
 	# Hold for a moment once granted, so each handoff is its own event.
 	$s->query_until(qr/waiting/,
 		"\\echo waiting\nSELECT zk_lock_acquire('herd') > 0, pg_sleep(0.02), zk_lock_release('herd');\n");
@@ -62,7 +64,7 @@ my @watched = grep { index($_, "$dir/") == 0 } keys %$watchers;
 is(scalar(@watched), $nwaiters + 1, 'every contender node is watched');
 is(scalar(grep { scalar(@{ $watchers->{$_} }) > 2 } @watched), 0, 'none by more than two sessions');
 my ($newest) = sort { ($b =~ /(\d+)$/)[0] <=> ($a =~ /(\d+)$/)[0] } @watched;
-# Whose it is, from its data: the waiters of the two clusters queue in no
+# Whose it is, from its data: the waiters of the clusters queue in no
 # fixed order between them.
 my ($newest_cluster) = zk_get($zk, $newest) =~ /"cluster":\s*"(\w+)"/;
 my ($newest_owner) = grep { $_->name eq ($newest_cluster // '') } @nodes;
