@@ -156,6 +156,20 @@ zkl_send_listing(int slotno, zkl_slot *slot, zkl_event_kind kind)
 }
 
 /*
+ * Keep the name of the node ahead in full: a name cut short is a path that
+ * does not exist, and a watch on it answers ZNONODE, which would grant the
+ * lock while the node ahead still holds.  ZooKeeper bounds a name only by
+ * its packet size (jute.maxbuffer), so no fixed buffer would do.
+ */
+static void
+zkl_set_pred(zkl_work *work, const char *pred)
+{
+	if (work->pred != NULL)
+		pfree(work->pred);
+	work->pred = MemoryContextStrdup(TopMemoryContext, pred);
+}
+
+/*
  * Decide from a listing that contains our node.  An exclusive request waits
  * for every lower node, a shared one only for lower writers, so a writer
  * that asked first is served before later readers.  The owner's own hold of
@@ -231,7 +245,7 @@ zkl_evaluate(int slotno, zkl_slot *slot, char **children, int nchildren)
 	work->pred_was_last = (d.blockers == 1);
 	work->numbers_repeat = d.equal || d.at_top;
 	work->pred_owner = 0;
-	strlcpy(work->pred, pred, sizeof(work->pred));
+	zkl_set_pred(work, pred);
 	path = zkl_child_path(slot, pred);
 	/* getData, not exists: a vanished predecessor leaves no watch behind. */
 	zkl_check_sent(slotno, zoo_awget(zkl_zh, path, zkl_node_watcher,
@@ -408,8 +422,9 @@ zkl_predecessor_gone(int slotno, zkl_slot *slot)
 	}
 
 	/* Was the predecessor this cluster's exclusive grant? */
+	/* A name longer than the map's keys is never one of ours. */
 	if (!zkl_works[slotno].pred_was_last && !zkl_works[slotno].numbers_repeat &&
-		zkl_node_map != NULL)
+		zkl_node_map != NULL && strlen(zkl_works[slotno].pred) < ZKL_MAX_NODE_LEN)
 		entry = hash_search(zkl_node_map, zkl_works[slotno].pred, HASH_FIND, NULL);
 	if (entry != NULL && entry->slotno != slotno)
 	{
