@@ -130,6 +130,8 @@ static uint32 zkl_wb_refused[ZKL_WB_REFUSED_DIRS];
 static int	zkl_wb_refused_next = 0;
 
 static bool zkl_batch_take_create(int slotno, zkl_slot *slot, const char *prefix);
+static bool zkl_wb_current(const zkl_wb_op *op);
+static void zkl_wb_send_alone(zkl_wb_kind kind, int slotno);
 static bool zkl_batch_take_delete(int slotno, zkl_slot *slot, const char *path);
 
 /* The steps hand their writes here (worker.c, at the worker's start). */
@@ -211,6 +213,45 @@ zkl_wb_forget(zkl_wb_op *op)
 }
 
 /*
+ * A create of directory dir is about to go alone, now: the deletes queued
+ * for that directory (releases held for the end of the pass or for a
+ * multi's answer) go first, alone and in their order, so that the create
+ * never overtakes one (a delete that goes before a create ready earlier
+ * only spares that create a node to wait for).  A create that overtook its own backend's release
+ * would find that node still there: a try would answer false with nobody
+ * holding the lock (ZooKeeper answers one session in order, so what is
+ * sent first is applied first).
+ */
+static void
+zkl_wb_send_before(const char *dir)
+{
+	zkl_wb_op  *earlier = NULL;
+	int			nearlier = 0;
+	int			kept = 0;
+
+	for (int i = 0; i < zkl_wb_nops; i++)
+	{
+		if (zkl_wb_ops[i].kind != ZKL_WB_DELETE || strcmp(zkl_wb_ops[i].dir, dir) != 0)
+		{
+			zkl_wb_ops[kept++] = zkl_wb_ops[i];
+			continue;
+		}
+		if (earlier == NULL)
+			earlier = palloc(sizeof(zkl_wb_op) * zkl_wb_nops);
+		earlier[nearlier++] = zkl_wb_ops[i];
+	}
+	zkl_wb_nops = kept;
+	for (int i = 0; i < nearlier; i++)
+	{
+		if (zkl_wb_current(&earlier[i]))
+			zkl_wb_send_alone(earlier[i].kind, earlier[i].slotno);
+		zkl_wb_forget(&earlier[i]);
+	}
+	if (earlier != NULL)
+		pfree(earlier);
+}
+
+/*
  * lock_recipe.c's contender create (prefix: the node's path up to its sequence
  * number), if it can wait for the end of the pass.  The slot is in
  * ZKL_PH_CREATING already.  A semaphore's and a retry after ZNONODE (whose
@@ -219,9 +260,14 @@ zkl_wb_forget(zkl_wb_op *op)
 static bool
 zkl_batch_take_create(int slotno, zkl_slot *slot, const char *prefix)
 {
-	if (slot->permits > 0 || slot->inspect || zkl_works[slotno].parent_attempts > 0 ||
-		zkl_wb_dir_refused(slot->dir) || !zkl_wb_takes(slotno))
+	if (slot->permits > 0 || slot->inspect)
 		return false;
+	if (zkl_works[slotno].parent_attempts > 0 || zkl_wb_dir_refused(slot->dir) ||
+		!zkl_wb_takes(slotno))
+	{
+		zkl_wb_send_before(slot->dir);
+		return false;
+	}
 	zkl_wb_add(ZKL_WB_CREATE, slotno, prefix, slot->dir, slot->data);
 	return true;
 }
