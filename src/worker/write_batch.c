@@ -421,6 +421,8 @@ zkl_batch_flush(void)
 	const char **dirs;
 	int		   *group;
 	zkl_wb_op **members;
+	void	   *scratch;
+	int		   *first;
 	int			n = 0;
 	int			ngroups;
 	bool		connected;
@@ -451,22 +453,31 @@ zkl_batch_flush(void)
 		return;
 
 	zkl_wb_nops = 0;
-	ngroups = zkl_wb_group(kinds, dirs, n, group);
+	scratch = palloc(ZKL_WB_GROUP_SCRATCH(n));
+	ngroups = zkl_wb_group(kinds, dirs, n, group, scratch);
+	pfree(scratch);
+	/* The members of each group, in their order: a counting sort. */
+	first = palloc0(sizeof(int) * (ngroups + 1));
+	for (int i = 0; i < n; i++)
+		first[group[i] + 1]++;
 	for (int g = 0; g < ngroups; g++)
+		first[g + 1] += first[g];
+	for (int i = 0; i < n; i++)
+		members[first[group[i]]++] = &zkl_wb_ops[i];
+	for (int g = 0, begin = 0; g < ngroups; begin = first[g], g++)
 	{
-		int			size = 0;
+		int			size = first[g] - begin;
+		zkl_wb_op **in = members + begin;
 
-		for (int i = 0; i < n; i++)
-			if (group[i] == g)
-				members[size++] = &zkl_wb_ops[i];
 		if (size == 1 || !connected)
 		{
 			for (int i = 0; i < size; i++)
-				zkl_wb_send_alone(members[i]->kind, members[i]->slotno);
+				zkl_wb_send_alone(in[i]->kind, in[i]->slotno);
 		}
 		else
-			zkl_wb_send_multi(members, size);
+			zkl_wb_send_multi(in, size);
 	}
+	pfree(first);
 	for (int i = 0; i < n; i++)
 		zkl_wb_forget(&zkl_wb_ops[i]);
 }
