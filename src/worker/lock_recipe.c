@@ -521,6 +521,9 @@ zkl_on_children(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 		return;
 	}
 	zkl_check_counter(slot, ev);
+	/* Whether the directory's data is empty, for the batch's setData. */
+	if (ev->dir_stat && zkl_hooks.note_dir != NULL)
+		zkl_hooks.note_dir(slot->dir, ev->dir_version, ev->dir_data_len);
 	if (zkl_downgrade_read(slotno, slot, ev))
 		return;
 	zkl_evaluate(slotno, slot, ev->children, ev->nchildren);

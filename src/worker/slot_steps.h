@@ -112,6 +112,8 @@ typedef struct zkl_step_hooks
 	/* (write_batch.c; NULL, or false: sent at once, alone) */
 	bool		(*take_create) (int slotno, zkl_slot *slot, const char *prefix);
 	bool		(*take_delete) (int slotno, zkl_slot *slot, const char *path);
+	/* a listing's Stat of a lock directory: its data (write_batch.c) */
+	void		(*note_dir) (const char *dir, int32 version, int32 data_len);
 } zkl_step_hooks;
 
 extern zkl_step_hooks zkl_hooks;
