@@ -65,6 +65,7 @@
 #include "rules/lock_rule.h"
 #include "worker/lock_recipe.h"
 #include "worker/slot_steps.h"
+#include "worker/undeletable.h"
 
 static bool zkl_downgrade_read(int slotno, zkl_slot *slot, zkl_event *ev);
 static void zkl_check_counter(zkl_slot *slot, zkl_event *ev);
@@ -127,6 +128,12 @@ zkl_send_contender(int slotno, zkl_slot *slot)
 {
 	char	   *prefix;
 
+	/* A directory that refused our delete would strand this node too. */
+	if (zkl_undeletable(slot->dir))
+	{
+		zkl_fail_slot(slotno, ZKL_RC_DELETE_REFUSED);
+		return;
+	}
 	/* "_c_<uuid>-" then the marker: Curator's protected-mode names. */
 	prefix = psprintf("%s/" ZKL_PROTECTED_PREFIX "%s-%s", slot->dir, slot->uuid,
 					  zkl_node_layouts[slot->kind].marker + (slot->kind == ZKL_NODE_MUTEX ? 1 : 0));
@@ -660,14 +667,8 @@ zkl_on_deleted(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 	{
 		if (zkl_connection_trouble(slotno, ev->rc))
 			return;
-
-		/*
-		 * Nothing more to try: the ephemeral node lasts until the session
-		 * ends.
-		 */
-		ereport(LOG,
-				(errmsg("zklock could not delete ZooKeeper node \"%s/%s\": %s",
-						slot->dir, slot->node, zerror(ev->rc))));
+		/* Nothing more to try: the node lasts until the session ends. */
+		zkl_delete_refused(slot, ev->rc);
 	}
 	if (fail_rc != 0)
 	{
