@@ -15,7 +15,8 @@ OBJS = src/zklock.o src/settings.o \
 	src/backend/functions.o \
 	src/worker/worker.o src/worker/session.o src/worker/zk_events.o src/worker/slot_steps.o src/worker/lock_recipe.o \
 	src/worker/semaphore.o src/worker/inspect.o src/worker/dispatch.o src/worker/slot_recovery.o \
-	src/worker/session_file.o src/worker/write_batch.o src/rules/write_batch_rule.o
+	src/worker/session_file.o src/worker/write_batch.o src/rules/write_batch_rule.o \
+	src/worker/undeletable.o
 SRC_DIRS = src src/shared src/rules src/names src/backend src/worker
 
 EXTENSION = zklock
@@ -123,6 +124,7 @@ check-static:
 	$(MAKE) -s clean && \
 	$(MAKE) -s COPT='-Wall -Wextra -Wno-unused-parameter -Werror' all >/dev/null || { echo "the -Wall -Wextra build warns"; status=1; }; \
 	[ "$(LINT)" = no ] || $(MAKE) -s check-layout || status=1; \
+	[ "$(LINT)" = no ] || $(MAKE) -s check-copies || status=1; \
 	$(MAKE) -s -C $(srcdir)/test/unit PG_CONFIG=$(PG_CONFIG) all || status=1; \
 	[ "$(LINT)" = no ] || cppcheck -j$(shell nproc) --quiet --error-exitcode=1 --std=c99 --enable=warning,performance,portability \
 		--suppress='*:/usr/include/*' --suppress='*:$(shell $(PG_CONFIG) --includedir-server)/*' \
@@ -130,6 +132,13 @@ check-static:
 		-I$(srcdir)/src -I$(shell $(PG_CONFIG) --includedir-server) \
 		$(foreach d,$(SRC_DIRS),$(srcdir)/$(d)/*.c) $(srcdir)/test/unit/*.c || { echo "cppcheck found something"; status=1; }; \
 	exit $$status
+
+# Every copy into a buffer in src/ and the length check guarding it
+# (test/tools/fixed_copies.txt): a copy with none named fails; `python3
+# test/tools/fixed_copies.py` prints the whole list.
+check-copies:
+	@out=$$(python3 $(srcdir)/test/tools/fixed_copies.py $(srcdir)) || \
+		{ echo "$$out" | grep -E 'no guard|no such copy|not FILE'; exit 1; }
 
 # The tree's shape (doc/internals.md, "The source tree"), read from the
 # sources and the objects beside them: after a build in the source tree; an
@@ -139,4 +148,4 @@ check-layout:
 		python3 $(srcdir)/test/tools/layout_check.py $(srcdir); \
 	else echo "check-layout: skipped in an out-of-tree build"; fi
 
-.PHONY: indent typedefs check-static check-layout
+.PHONY: indent typedefs check-static check-layout check-copies

@@ -137,6 +137,12 @@ zkl_report_failed(const char *name, const char *dir, int zk_rc)
 				 errdetail("This session holds ZooKeeper lock \"%s\" in shared mode, and an exclusive request queued after that hold waits for it.",
 						   name),
 				 errhint("Release the shared lock before asking for the exclusive one, or take the exclusive lock first.")));
+	if (zk_rc == ZKL_RC_DELETE_REFUSED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("lock directory \"%s\" of ZooKeeper lock \"%s\" does not let zklock delete its nodes", dir, name),
+				 errdetail("ZooKeeper refused (ZNOAUTH) the delete of a node zklock made there: it stays until this cluster's ZooKeeper session ends, and holds the lock meanwhile. zklock refuses new requests there rather than leave more."),
+				 errhint("Grant DELETE on the lock directory to zklock's identity (zklock.auth), or to anyone, as zklock's own directories do.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_ZKLOCK_ERROR),
 			 errmsg("ZooKeeper refused the request for lock \"%s\": %s", name, zerror(zk_rc)),

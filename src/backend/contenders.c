@@ -437,11 +437,8 @@ zkl_revoke_holders(text *name)
 	all = zkl_read_contenders(key, dir, false, true, &n);
 	for (int i = 0; i < n; i++)
 	{
-		/*
-		 * Names of our layouts fit; another client's longer name is not ours
-		 * to ask.
-		 */
-		if (!all[i].held || strlen(all[i].node) >= ZKL_MAX_NODE_LEN)
+		/* Any name, however long: zkl_ask_worker passes it whole. */
+		if (!all[i].held)
 			continue;
 		rc = zkl_ask_worker(key, dir, ZKL_OP_REVOKE, all[i].node, 0);
 		if (rc == ZOK)

@@ -498,6 +498,32 @@ zkl_ask_answered(const char *name, zkl_slot *slot, uint32 generation, zkl_slot_o
 }
 
 /*
+ * The holder's node is another's: never the slot's own (slot->node).  A
+ * name too long for the slot (another client's layout: ZooKeeper bounds a
+ * name only by its packet size) travels whole in a segment of its own,
+ * whose handle (*reply) the worker reads when target is empty; never cut
+ * short, which would write the message on another node or on none.
+ * Returns that segment, to be detached once answered, or NULL.
+ */
+static dsm_segment *
+zkl_put_target(zkl_slot *slot, const char *node, dsm_handle *reply)
+{
+	dsm_segment *seg;
+
+	if (node == NULL)
+		return NULL;
+	if (strlen(node) < sizeof(slot->target))
+	{
+		strlcpy(slot->target, node, sizeof(slot->target));
+		return NULL;
+	}
+	seg = dsm_create(strlen(node) + 1, 0);
+	strcpy(dsm_segment_address(seg), node);
+	*reply = dsm_segment_handle(seg);
+	return seg;
+}
+
+/*
  * Have the worker do what is not a lock request (see zkl_slot_op): read the
  * directory dir of lock name into our segment "reply" (contenders.c), or
  * ask the holder at dir/node to give the lock up.  Waits like an acquire,
@@ -514,6 +540,7 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 	zkl_slot   *slot;
 	uint32		generation;
 	TimestampTz start = GetCurrentTimestamp();
+	dsm_segment *target_seg;
 
 	zkl_require_shmem();
 	/* Never a lock slot: reads and revocations work when those run out. */
@@ -524,10 +551,9 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 	slot = &zkl_shared->slots[slotno];
 	slot->inspect = true;
 	slot->op = op;
+
+	target_seg = zkl_put_target(slot, node, &reply);
 	slot->reply_handle = reply;
-	/* The holder's node is another's: never the slot's own (slot->node). */
-	if (node)
-		strlcpy(slot->target, node, sizeof(slot->target));
 	generation = zkl_submit_slot(slotno);
 	zkl_ask_slotno = slotno;
 	zkl_ask_generation = generation;
@@ -549,7 +575,12 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 		LWLockRelease(zkl_shared->lock);
 
 		if (state == ZKL_SLOT_HELD || state == ZKL_SLOT_FAILED)
+		{
+			/* An error detaches the segment with the transaction. */
+			if (target_seg != NULL)
+				dsm_detach(target_seg);
 			return zkl_ask_answered(name, slot, generation, op, state, zk_rc);
+		}
 
 		/*
 		 * A session the worker cannot prove alive (a frozen worker, a silent

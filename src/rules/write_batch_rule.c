@@ -25,11 +25,36 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include <zookeeper/zookeeper.h>
 
 #include "rules/write_batch_rule.h"
+
+/* Work done by zkl_wb_group since the start: steps, for the unit tests. */
+uint64_t	zkl_wb_group_steps = 0;
+
+/* Order pointers into the dirs[] array by the directory they point to. */
+static int
+zkl_wb_dir_cmp(const void *a, const void *b)
+{
+	zkl_wb_group_steps++;
+	return strcmp(**(const char *const *const *) a, **(const char *const *const *) b);
+}
+
+/* The first group from g on that is not full (next[]: path halving). */
+static int
+zkl_wb_open_group(int *next, int g)
+{
+	while (next[g] != g)
+	{
+		zkl_wb_group_steps++;
+		next[g] = next[next[g]];
+		g = next[g];
+	}
+	return g;
+}
 
 /*
  * Give each of the n ready operations (kinds[i], in lock directory
@@ -37,40 +62,67 @@
  * group[i], from 0.  Groups are sent in order; a group of one operation is
  * sent alone, as without batching.  No group holds more than
  * ZKL_WB_MAX_OPS operations, nor two creates of one directory, and none
- * comes before the group of a delete ready before it.  Returns
- * the number of groups.
+ * comes before the group of a delete ready before it.  Each operation goes
+ * in the first group that allows it.  Returns the number of groups.
+ * scratch: ZKL_WB_GROUP_SCRATCH(n) bytes, pointer-aligned.
+ *
+ * In O(n log n): the directories are sorted once (each gets a number), and
+ * then each operation's group is found from two facts.  The floor, the
+ * highest group of a delete ready before it, only grows.  The creates of
+ * one directory land in growing groups: every group from the floor up to
+ * the last create of a directory is full or holds a create of it (groups
+ * only fill), so a create of it goes in the first group not full after both
+ * its floor and that last create; the groups that are full are skipped in
+ * near-constant time (next[], a union-find of full groups).
  */
 int
-zkl_wb_group(const zkl_wb_kind *kinds, const char *const *dirs, int n, int *group)
+zkl_wb_group(const zkl_wb_kind *kinds, const char *const *dirs, int n, int *group,
+			 void *scratch)
 {
+	const char *const **sorted = scratch;
+	int		   *dir_id = (int *) (sorted + n);
+	int		   *last = dir_id + n;	/* per directory: its last create's group */
+	int		   *size = last + n;
+	int		   *next = size + n;	/* n + 1 entries */
 	int			ngroups = 0;
+	int			floor = 0;
+	int			ndirs = 0;
+
+	if (n <= 0)
+		return 0;
+	for (int i = 0; i < n; i++)
+		sorted[i] = &dirs[i];
+	qsort(sorted, n, sizeof(*sorted), zkl_wb_dir_cmp);
+	for (int i = 0; i < n; i++)
+	{
+		if (i > 0 && zkl_wb_dir_cmp(&sorted[i - 1], &sorted[i]) != 0)
+			ndirs++;
+		dir_id[sorted[i] - dirs] = ndirs;
+	}
+	for (int i = 0; i <= ndirs; i++)
+		last[i] = -1;
+	for (int g = 0; g <= n; g++)
+	{
+		next[g] = g;
+		if (g < n)
+			size[g] = 0;
+	}
 
 	for (int i = 0; i < n; i++)
 	{
-		int			g = 0;
+		int			g = floor;
 
-		/* Never before a delete that was ready before it. */
-		for (int j = 0; j < i; j++)
-			if (kinds[j] == ZKL_WB_DELETE && group[j] > g)
-				g = group[j];
-		for (;; g++)
-		{
-			int			size = 0;
-			bool		clash = false;
-
-			for (int j = 0; j < i; j++)
-			{
-				if (group[j] != g)
-					continue;
-				size++;
-				if (kinds[i] == ZKL_WB_CREATE && kinds[j] == ZKL_WB_CREATE &&
-					strcmp(dirs[i], dirs[j]) == 0)
-					clash = true;
-			}
-			if (!clash && size < ZKL_WB_MAX_OPS)
-				break;
-		}
+		zkl_wb_group_steps++;
+		if (kinds[i] == ZKL_WB_CREATE && last[dir_id[i]] >= g)
+			g = last[dir_id[i]] + 1;
+		g = zkl_wb_open_group(next, g);
 		group[i] = g;
+		if (++size[g] == ZKL_WB_MAX_OPS)
+			next[g] = g + 1;
+		if (kinds[i] == ZKL_WB_CREATE)
+			last[dir_id[i]] = g;
+		else if (g > floor)
+			floor = g;
 		if (g + 1 > ngroups)
 			ngroups = g + 1;
 	}

@@ -51,8 +51,13 @@ typedef enum zkl_wb_outcome
 								 * operation goes again, alone */
 } zkl_wb_outcome;
 
+/* The scratch space zkl_wb_group needs for n operations, in bytes. */
+#define ZKL_WB_GROUP_SCRATCH(n) \
+	((size_t) (n) * (sizeof(void *) + 4 * sizeof(int)) + sizeof(int))
+
 extern int	zkl_wb_group(const zkl_wb_kind *kinds, const char *const *dirs, int n,
-						 int *group);
+						 int *group, void *scratch);
+extern uint64_t zkl_wb_group_steps;
 extern bool zkl_wb_must_list(int num_children);
 extern int	zkl_wb_in_flight_limit(int64_t round_trip_us);
 extern bool zkl_wb_hold(int in_flight, int n, bool connected, int64_t round_trip_us);

@@ -65,6 +65,8 @@ typedef enum zkl_slot_op
 #define ZKL_RC_DEADLOCK		(-1000)
 /* zkl_ask_worker's answer when a deadlock check found no reserve slot. */
 #define ZKL_RC_NO_SLOT		(-1001)
+/* zk_rc of a request in a lock directory that refused zklock's delete. */
+#define ZKL_RC_DELETE_REFUSED	(-1002)
 
 /* What the worker has established for a slot. */
 typedef enum zkl_slot_state

@@ -95,8 +95,24 @@ zkl_inspect_start(int slotno, zkl_slot *slot)
 	}
 	if (slot->op == ZKL_OP_REVOKE)
 	{
-		char	   *path = zkl_child_path(slot, slot->target);
+		char	   *path;
 
+		/* A name too long for target came whole in the backend's segment. */
+		if (slot->target[0] != '\0')
+			path = zkl_child_path(slot, slot->target);
+		else
+		{
+			dsm_segment *seg = dsm_attach(slot->reply_handle);
+
+			/* The backend left and destroyed it: nobody waits. */
+			if (seg == NULL)
+			{
+				zkl_fail_slot(slotno, ZSYSTEMERROR);
+				return;
+			}
+			path = zkl_child_path(slot, dsm_segment_address(seg));
+			dsm_detach(seg);
+		}
 		(void) zkl_sent_alone(slotno, zoo_aset(zkl_zh, path, ZKL_REVOKE_MESSAGE, strlen(ZKL_REVOKE_MESSAGE),
 											   -1, zkl_stat_done, zkl_ctx(ZKL_EV_REVOKE_SET, slotno)));
 		pfree(path);

@@ -65,6 +65,7 @@
 #include "rules/lock_rule.h"
 #include "worker/lock_recipe.h"
 #include "worker/slot_steps.h"
+#include "worker/undeletable.h"
 
 static bool zkl_downgrade_read(int slotno, zkl_slot *slot, zkl_event *ev);
 static void zkl_check_counter(zkl_slot *slot, zkl_event *ev);
@@ -127,6 +128,12 @@ zkl_send_contender(int slotno, zkl_slot *slot)
 {
 	char	   *prefix;
 
+	/* A directory that refused our delete would strand this node too. */
+	if (zkl_undeletable(slot->dir))
+	{
+		zkl_fail_slot(slotno, ZKL_RC_DELETE_REFUSED);
+		return;
+	}
 	/* "_c_<uuid>-" then the marker: Curator's protected-mode names. */
 	prefix = psprintf("%s/" ZKL_PROTECTED_PREFIX "%s-%s", slot->dir, slot->uuid,
 					  zkl_node_layouts[slot->kind].marker + (slot->kind == ZKL_NODE_MUTEX ? 1 : 0));
@@ -153,6 +160,20 @@ zkl_send_listing(int slotno, zkl_slot *slot, zkl_event_kind kind)
 	/* With the directory's Stat: its child counter, for zkl_check_counter. */
 	zkl_check_sent(slotno, zoo_aget_children2(zkl_zh, slot->dir, 0, zkl_strings_stat_done,
 											  zkl_ctx(kind, slotno)));
+}
+
+/*
+ * Keep the name of the node ahead in full: a name cut short is a path that
+ * does not exist, and a watch on it answers ZNONODE, which would grant the
+ * lock while the node ahead still holds.  ZooKeeper bounds a name only by
+ * its packet size (jute.maxbuffer), so no fixed buffer would do.
+ */
+static void
+zkl_set_pred(zkl_work *work, const char *pred)
+{
+	if (work->pred != NULL)
+		pfree(work->pred);
+	work->pred = MemoryContextStrdup(TopMemoryContext, pred);
 }
 
 /*
@@ -231,7 +252,7 @@ zkl_evaluate(int slotno, zkl_slot *slot, char **children, int nchildren)
 	work->pred_was_last = (d.blockers == 1);
 	work->numbers_repeat = d.equal || d.at_top;
 	work->pred_owner = 0;
-	strlcpy(work->pred, pred, sizeof(work->pred));
+	zkl_set_pred(work, pred);
 	path = zkl_child_path(slot, pred);
 	/* getData, not exists: a vanished predecessor leaves no watch behind. */
 	zkl_check_sent(slotno, zoo_awget(zkl_zh, path, zkl_node_watcher,
@@ -408,8 +429,9 @@ zkl_predecessor_gone(int slotno, zkl_slot *slot)
 	}
 
 	/* Was the predecessor this cluster's exclusive grant? */
+	/* A name longer than the map's keys is never one of ours. */
 	if (!zkl_works[slotno].pred_was_last && !zkl_works[slotno].numbers_repeat &&
-		zkl_node_map != NULL)
+		zkl_node_map != NULL && strlen(zkl_works[slotno].pred) < ZKL_MAX_NODE_LEN)
 		entry = hash_search(zkl_node_map, zkl_works[slotno].pred, HASH_FIND, NULL);
 	if (entry != NULL && entry->slotno != slotno)
 	{
@@ -506,6 +528,9 @@ zkl_on_children(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 		return;
 	}
 	zkl_check_counter(slot, ev);
+	/* Whether the directory's data is empty, for the batch's setData. */
+	if (ev->dir_stat && zkl_hooks.note_dir != NULL)
+		zkl_hooks.note_dir(slot->dir, ev->dir_version, ev->dir_data_len);
 	if (zkl_downgrade_read(slotno, slot, ev))
 		return;
 	zkl_evaluate(slotno, slot, ev->children, ev->nchildren);
@@ -642,14 +667,8 @@ zkl_on_deleted(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 	{
 		if (zkl_connection_trouble(slotno, ev->rc))
 			return;
-
-		/*
-		 * Nothing more to try: the ephemeral node lasts until the session
-		 * ends.
-		 */
-		ereport(LOG,
-				(errmsg("zklock could not delete ZooKeeper node \"%s/%s\": %s",
-						slot->dir, slot->node, zerror(ev->rc))));
+		/* Nothing more to try: the node lasts until the session ends. */
+		zkl_delete_refused(slot, ev->rc);
 	}
 	if (fail_rc != 0)
 	{

@@ -55,7 +55,9 @@ typedef struct zkl_work
 	int64		granted_mono;	/* the grant, on zkl_now()'s clock (clock.h):
 								 * what zklock.max_hold_time counts from */
 	int			fail_rc;		/* failure to report once our node is deleted */
-	char		pred[ZKL_MAX_NODE_LEN];
+	char	   *pred;			/* the node watched ahead, in full, whatever
+								 * its length (TopMemoryContext; replaced by
+								 * the next one) */
 	int64		pred_owner;		/* the predecessor's session, once watched, if
 								 * it is a peer's node */
 	/* A peer's write ahead of us went: did it leave a read behind us? */
@@ -110,6 +112,8 @@ typedef struct zkl_step_hooks
 	/* (write_batch.c; NULL, or false: sent at once, alone) */
 	bool		(*take_create) (int slotno, zkl_slot *slot, const char *prefix);
 	bool		(*take_delete) (int slotno, zkl_slot *slot, const char *path);
+	/* a listing's Stat of a lock directory: its data (write_batch.c) */
+	void		(*note_dir) (const char *dir, int32 version, int32 data_len);
 } zkl_step_hooks;
 
 extern zkl_step_hooks zkl_hooks;

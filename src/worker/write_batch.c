@@ -129,7 +129,30 @@ static bool *zkl_wb_alone = NULL;
 static uint32 zkl_wb_refused[ZKL_WB_REFUSED_DIRS];
 static int	zkl_wb_refused_next = 0;
 
+/*
+ * Lock directories whose data zklock saw empty, with the version the next
+ * setData of a multi must find (the version seen, plus one for each multi
+ * sent since with a setData of it: ZooKeeper applies one session's requests
+ * in order).  Learned from each listing's Stat (zkl_batch_note_dir) and each
+ * multi's answer; a directory not here (never listed since the worker
+ * started, or its entry overwritten by another's: the table is indexed by
+ * hash) or with data of another client's has its creates sent alone, which
+ * write no data.  A multi that failed or whose fate is unknown makes its
+ * directories unknown again.
+ */
+#define ZKL_WB_KNOWN_DIRS	512
+typedef struct zkl_wb_known
+{
+	char	   *dir;			/* NULL: unused */
+	int32		version;		/* the version the next setData must find */
+	bool		empty;			/* its data is empty: zklock may set "" */
+} zkl_wb_known;
+static zkl_wb_known zkl_wb_known_dirs[ZKL_WB_KNOWN_DIRS];
+
 static bool zkl_batch_take_create(int slotno, zkl_slot *slot, const char *prefix);
+static bool zkl_wb_current(const zkl_wb_op *op);
+static void zkl_batch_note_dir(const char *dir, int32 version, int32 data_len);
+static void zkl_wb_send_alone(zkl_wb_kind kind, int slotno);
 static bool zkl_batch_take_delete(int slotno, zkl_slot *slot, const char *path);
 
 /* The steps hand their writes here (worker.c, at the worker's start). */
@@ -138,6 +161,7 @@ zkl_batch_init(void)
 {
 	zkl_hooks.take_create = zkl_batch_take_create;
 	zkl_hooks.take_delete = zkl_batch_take_delete;
+	zkl_hooks.note_dir = zkl_batch_note_dir;
 }
 
 /* Open the pass's batch (worker.c, at the start of each pass). */
@@ -173,6 +197,57 @@ static uint32
 zkl_wb_dir_hash(const char *dir)
 {
 	return hash_bytes((const unsigned char *) dir, strlen(dir)) | 1;
+}
+
+/* The directory's entry in zkl_wb_known_dirs, if it has one. */
+static zkl_wb_known *
+zkl_wb_known_of(const char *dir)
+{
+	zkl_wb_known *e = &zkl_wb_known_dirs[zkl_wb_dir_hash(dir) % ZKL_WB_KNOWN_DIRS];
+
+	return e->dir != NULL && strcmp(e->dir, dir) == 0 ? e : NULL;
+}
+
+/* Whether the directory's data is known to be empty: a multi may set it. */
+static bool
+zkl_wb_dir_empty(const char *dir)
+{
+	zkl_wb_known *e = zkl_wb_known_of(dir);
+
+	return e != NULL && e->empty;
+}
+
+/* A lock directory's data, as a listing's (or a multi's) Stat tells. */
+static void
+zkl_batch_note_dir(const char *dir, int32 version, int32 data_len)
+{
+	zkl_wb_known *e = &zkl_wb_known_dirs[zkl_wb_dir_hash(dir) % ZKL_WB_KNOWN_DIRS];
+
+	if (e->dir == NULL || strcmp(e->dir, dir) != 0)
+	{
+		if (e->dir != NULL)
+			pfree(e->dir);
+		e->dir = MemoryContextStrdup(TopMemoryContext, dir);
+		e->empty = false;
+	}
+
+	/*
+	 * A Stat read before the multis in flight were applied is older than what
+	 * they will make: the version they expect is kept.
+	 */
+	if (!e->empty || data_len != 0 || version > e->version)
+		e->version = version;
+	e->empty = data_len == 0;
+}
+
+/* What a failed multi did to the directory is unknown: list it again. */
+static void
+zkl_wb_dir_forget(const char *dir)
+{
+	zkl_wb_known *e = zkl_wb_known_of(dir);
+
+	if (e != NULL)
+		e->empty = false;
 }
 
 /* Whether a multi's setData of the directory was refused lately. */
@@ -211,6 +286,45 @@ zkl_wb_forget(zkl_wb_op *op)
 }
 
 /*
+ * A create of directory dir is about to go alone, now: the deletes queued
+ * for that directory (releases held for the end of the pass or for a
+ * multi's answer) go first, alone and in their order, so that the create
+ * never overtakes one (a delete that goes before a create ready earlier
+ * only spares that create a node to wait for).  A create that overtook its own backend's release
+ * would find that node still there: a try would answer false with nobody
+ * holding the lock (ZooKeeper answers one session in order, so what is
+ * sent first is applied first).
+ */
+static void
+zkl_wb_send_before(const char *dir)
+{
+	zkl_wb_op  *earlier = NULL;
+	int			nearlier = 0;
+	int			kept = 0;
+
+	for (int i = 0; i < zkl_wb_nops; i++)
+	{
+		if (zkl_wb_ops[i].kind != ZKL_WB_DELETE || strcmp(zkl_wb_ops[i].dir, dir) != 0)
+		{
+			zkl_wb_ops[kept++] = zkl_wb_ops[i];
+			continue;
+		}
+		if (earlier == NULL)
+			earlier = palloc(sizeof(zkl_wb_op) * zkl_wb_nops);
+		earlier[nearlier++] = zkl_wb_ops[i];
+	}
+	zkl_wb_nops = kept;
+	for (int i = 0; i < nearlier; i++)
+	{
+		if (zkl_wb_current(&earlier[i]))
+			zkl_wb_send_alone(earlier[i].kind, earlier[i].slotno);
+		zkl_wb_forget(&earlier[i]);
+	}
+	if (earlier != NULL)
+		pfree(earlier);
+}
+
+/*
  * lock_recipe.c's contender create (prefix: the node's path up to its sequence
  * number), if it can wait for the end of the pass.  The slot is in
  * ZKL_PH_CREATING already.  A semaphore's and a retry after ZNONODE (whose
@@ -219,9 +333,14 @@ zkl_wb_forget(zkl_wb_op *op)
 static bool
 zkl_batch_take_create(int slotno, zkl_slot *slot, const char *prefix)
 {
-	if (slot->permits > 0 || slot->inspect || zkl_works[slotno].parent_attempts > 0 ||
-		zkl_wb_dir_refused(slot->dir) || !zkl_wb_takes(slotno))
+	if (slot->permits > 0 || slot->inspect)
 		return false;
+	if (zkl_works[slotno].parent_attempts > 0 || zkl_wb_dir_refused(slot->dir) ||
+		!zkl_wb_dir_empty(slot->dir) || !zkl_wb_takes(slotno))
+	{
+		zkl_wb_send_before(slot->dir);
+		return false;
+	}
 	zkl_wb_add(ZKL_WB_CREATE, slotno, prefix, slot->dir, slot->data);
 	return true;
 }
@@ -265,10 +384,15 @@ zkl_multi_done(int rc, const void *data)
 			ev->cversion = m->stats[i].cversion;
 			ev->num_children = m->stats[i].numChildren;
 			ev->pzxid = m->stats[i].pzxid;
+			ev->dir_stat = true;
+			ev->dir_version = m->stats[i].version;
+			ev->dir_data_len = m->stats[i].dataLength;
 		}
 		/* The setData of the create's directory was refused: no WRITE. */
 		ev->dir_refused = m->kind[i] == ZKL_WB_CREATE && m->setop[i] > 0 &&
 			m->results[m->setop[i]].err == ZNOAUTH;
+		ev->dir_stale = m->kind[i] == ZKL_WB_CREATE && m->setop[i] > 0 &&
+			m->results[m->setop[i]].err == ZBADVERSION;
 		ev->multi_end = (i == m->nlock - 1);
 		if (ev->multi_end)
 			ev->multi_sent_at = m->sent_at;
@@ -306,9 +430,18 @@ zkl_wb_current(const zkl_wb_op *op)
 static void
 zkl_wb_send_multi(zkl_wb_op **group, int n)
 {
-	zkl_wb_multi *m = calloc(1, sizeof(zkl_wb_multi));
+	zkl_wb_multi *m;
 	int			rc;
 
+	/* A directory forgotten since its create was taken: each goes alone. */
+	for (int i = 0; i < n; i++)
+		if (group[i]->kind == ZKL_WB_CREATE && !zkl_wb_dir_empty(group[i]->dir))
+		{
+			for (int j = 0; j < n; j++)
+				zkl_wb_send_alone(group[j]->kind, group[j]->slotno);
+			return;
+		}
+	m = calloc(1, sizeof(zkl_wb_multi));
 	if (m == NULL)
 	{
 		for (int i = 0; i < n; i++)
@@ -326,8 +459,15 @@ zkl_wb_send_multi(zkl_wb_op **group, int n)
 		{
 			zoo_create_op_init(&m->ops[i], op->path, op->data, strlen(op->data), zkl_acl(),
 							   ZOO_EPHEMERAL_SEQUENTIAL, m->paths[i], sizeof(m->paths[i]));
+
+			/*
+			 * Empty data on empty data, and only on the version seen empty:
+			 * data another client wrote since fails the multi (ZBADVERSION)
+			 * rather than being erased.
+			 */
 			m->setop[i] = m->nops;
-			zoo_set_op_init(&m->ops[m->nops++], op->dir, "", 0, -1, &m->stats[i]);
+			zoo_set_op_init(&m->ops[m->nops++], op->dir, "", 0, zkl_wb_known_of(op->dir)->version,
+							&m->stats[i]);
 		}
 		else
 			zoo_delete_op_init(&m->ops[i], op->path, -1);
@@ -345,6 +485,9 @@ zkl_wb_send_multi(zkl_wb_op **group, int n)
 	}
 
 	zkl_wb_in_flight++;
+	for (int i = 0; i < n; i++)
+		if (group[i]->kind == ZKL_WB_CREATE)
+			zkl_wb_known_of(group[i]->dir)->version++;
 
 	/*
 	 * zk_status() counts each operation as the request it is alone, so that
@@ -375,6 +518,8 @@ zkl_batch_flush(void)
 	const char **dirs;
 	int		   *group;
 	zkl_wb_op **members;
+	void	   *scratch;
+	int		   *first;
 	int			n = 0;
 	int			ngroups;
 	bool		connected;
@@ -405,22 +550,31 @@ zkl_batch_flush(void)
 		return;
 
 	zkl_wb_nops = 0;
-	ngroups = zkl_wb_group(kinds, dirs, n, group);
+	scratch = palloc(ZKL_WB_GROUP_SCRATCH(n));
+	ngroups = zkl_wb_group(kinds, dirs, n, group, scratch);
+	pfree(scratch);
+	/* The members of each group, in their order: a counting sort. */
+	first = palloc0(sizeof(int) * (ngroups + 1));
+	for (int i = 0; i < n; i++)
+		first[group[i] + 1]++;
 	for (int g = 0; g < ngroups; g++)
+		first[g + 1] += first[g];
+	for (int i = 0; i < n; i++)
+		members[first[group[i]]++] = &zkl_wb_ops[i];
+	for (int g = 0, begin = 0; g < ngroups; begin = first[g], g++)
 	{
-		int			size = 0;
+		int			size = first[g] - begin;
+		zkl_wb_op **in = members + begin;
 
-		for (int i = 0; i < n; i++)
-			if (group[i] == g)
-				members[size++] = &zkl_wb_ops[i];
 		if (size == 1 || !connected)
 		{
 			for (int i = 0; i < size; i++)
-				zkl_wb_send_alone(members[i]->kind, members[i]->slotno);
+				zkl_wb_send_alone(in[i]->kind, in[i]->slotno);
 		}
 		else
-			zkl_wb_send_multi(members, size);
+			zkl_wb_send_multi(in, size);
 	}
+	pfree(first);
 	for (int i = 0; i < n; i++)
 		zkl_wb_forget(&zkl_wb_ops[i]);
 }
@@ -486,6 +640,9 @@ zkl_batch_answered(zkl_event *ev)
 	op.kind = (zkl_wb_kind) ev->type;
 	op.slotno = ev->slotno;
 	op.opgen = ev->opgen;
+	/* A failed multi changed no directory; a lost one, who knows. */
+	if (op.kind == ZKL_WB_CREATE && ev->rc != ZOK)
+		zkl_wb_dir_forget(zkl_shared->slots[op.slotno].dir);
 	if (!zkl_wb_current(&op))
 		return;
 
@@ -497,6 +654,10 @@ zkl_batch_answered(zkl_event *ev)
 				zkl_wb_refused[zkl_wb_refused_next] = zkl_wb_dir_hash(zkl_shared->slots[op.slotno].dir);
 				zkl_wb_refused_next = (zkl_wb_refused_next + 1) % ZKL_WB_REFUSED_DIRS;
 			}
+			if (ev->dir_stale)
+				ereport(DEBUG1,
+						(errmsg_internal("zklock: the data of lock directory \"%s\" changed since it was read; its creates go alone until it is listed again",
+										 zkl_shared->slots[op.slotno].dir)));
 			if (ev->state != ZOK && ev->state != ZRUNTIMEINCONSISTENCY)
 				ereport(DEBUG1,
 						(errmsg_internal("zklock: a multi failed as a whole (%s on lock \"%s\"); each of its operations goes again alone",
@@ -510,6 +671,9 @@ zkl_batch_answered(zkl_event *ev)
 			ev->kind = op.kind == ZKL_WB_CREATE ? ZKL_EV_CREATED : ZKL_EV_DELETED;
 			ev->type = 0;
 			ev->state = 0;
+			if (op.kind == ZKL_WB_CREATE && ev->rc == ZOK && ev->dir_stat)
+				zkl_batch_note_dir(zkl_shared->slots[op.slotno].dir, ev->dir_version,
+								   ev->dir_data_len);
 			zkl_handle_event(ev);
 			if (op.kind == ZKL_WB_CREATE && ev->rc == ZOK)
 				zkl_wb_listed(op.slotno, ev);

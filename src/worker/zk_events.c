@@ -99,6 +99,9 @@ zkl_strings_done_cversion(int rc, const struct String_vector *strings, const str
 		ev->cversion = stat->cversion;
 		ev->num_children = stat->numChildren;
 		ev->pzxid = stat->pzxid;
+		ev->dir_stat = true;
+		ev->dir_version = stat->version;
+		ev->dir_data_len = stat->dataLength;
 	}
 
 	if (rc == ZOK && strings && strings->count > 0)

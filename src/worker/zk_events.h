@@ -71,6 +71,10 @@ typedef struct zkl_event
 	int32		cversion;		/* getChildren2: the directory's cversion */
 	int32		num_children;	/* getChildren2: and its numChildren */
 	int64		pzxid;			/* getChildren2: and its pzxid */
+	bool		dir_stat;		/* getChildren2, a multi's create: the
+								 * directory's data version and length below */
+	int32		dir_version;	/* ... its data's version */
+	int32		dir_data_len;	/* ... and its data's length */
 	bool		zklock_data;	/* READER_DATA, PRED_EXISTS: the data is
 								 * zklock's */
 	bool		revoke_message; /* OWN_EXISTS: the data asks us to give up */
@@ -78,6 +82,8 @@ typedef struct zkl_event
 	int64		multi_sent_at;	/* ... and when its multi left */
 	bool		dir_refused;	/* ZKL_EV_BATCHED: its create's directory
 								 * refused the multi's setData (ZNOAUTH) */
+	bool		dir_stale;		/* ... or its data's version was not the one
+								 * known (ZBADVERSION) */
 	char	   *data;			/* node data (getData), data_len bytes */
 	int			data_len;
 } zkl_event;

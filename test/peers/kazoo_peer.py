@@ -15,6 +15,7 @@ One command per line, one reply line per command:
     children PATH            child,child,...    (sorted; empty if none)
     set_acl PATH ACL[,ACL]   ok                 (ACL: scheme:id:perms, perms from
                                                  "rwcda", e.g. world:anyone:rcda)
+    set_data PATH DATA       ok                 (the node's data: DATA, no spaces)
     quit                     bye
 
 A try waits S seconds (default: not at all); a try that fails leaves no
@@ -119,6 +120,10 @@ class Peer:
         self.zk().set_acls(path, entries)
         return "ok"
 
+    def set_data(self, path, data):
+        self.zk().set(path, data.encode())
+        return "ok"
+
     def close(self):
         if self.client is not None:
             for lock in self.held.values():
@@ -138,6 +143,8 @@ class Peer:
             return self.children(args[0])
         if name == "set_acl":
             return self.set_acl(args[0], args[1])
+        if name == "set_data":
+            return self.set_data(args[0], args[1])
         recipe, _, action = name.partition("_")
         if recipe in RECIPES and action == "try":
             wait = float(args[1]) if len(args) > 1 else None

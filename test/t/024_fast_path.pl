@@ -18,7 +18,9 @@
 #      another cluster's waiter lists the directory again, once.
 #  (5) Inside batches (issue 32): four backends on four locks, their
 #      acquires made ready at once (A's worker frozen while they post),
-#      each released as soon as granted: the creates travel as one multi,
+#      each released as soon as granted (each lock taken alone once
+#      before, so that the worker knows its directory empty: issue 41):
+#      the creates travel as one multi,
 #      the deletes as one or more.  The multi's setData of each lock
 #      directory tells its children: three directories hold only the new
 #      node, which holds without a listing; the fourth has another child
@@ -196,6 +198,12 @@ my @bs = map { bg_session($a) } 1 .. 4;
 zk_create($zk, "/zklock/fpb$_") for 0 .. 3;
 # In fpb3, a child that is no contender: the directory must be listed.
 zk_create($zk, "/zklock/fpb3/not-a-contender");
+# A create travels in a multi only in a directory the worker has listed and
+# found without data (issue 41): each lock is taken alone once first.
+is(sql_result($a, "SELECT zk_lock_try('fpb$_'), zk_lock_release('fpb$_')"), 't|t',
+	"(5) fpb$_ is taken alone once, its directory listed")
+  for 0 .. 3;
+wait_until(sub { $a->safe_psql('postgres', 'SELECT count(*) FROM zk_locks') == 0 }, 10, 'those releases are done');
 my $c5 = counters($a);
 my $z5 = zk_session_counts($zk, $a_session);
 my $t5 = time;

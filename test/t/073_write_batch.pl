@@ -5,6 +5,9 @@
 # zklock reaches ZooKeeper through a relay that reads the client protocol
 # (test/tools/zkwire.pl, which logs a multi's operations one by one), so
 # the requests are counted per lock, inside the multi too.
+# A create travels in a multi only in a directory the worker has listed
+# and found without data (issue 41): each part first takes its locks alone
+# once.
 #  (1) Four acquires ready at once: one multi with the four creates and a
 #      setData of each lock directory (whose Stat gives the multi's zxid
 #      and the directory's children); each directory had only the new
@@ -125,6 +128,20 @@ sub release_together
 	wait_until(sub { !grep { zk_ls($zk, "/zklock/$_") } @names }, 30, 'the released nodes are gone');
 }
 
+# A create travels in a multi only in a lock directory the worker has
+# listed since it started and found without data (issue 41: the multi's
+# setData, version-checked, must never erase another client's data): one
+# try and release of each lock, alone, lets it list each directory.
+sub learn
+{
+	my ($what, @names) = @_;
+	for my $n (@names)
+	{
+		is(sql_result($a, "SELECT zk_lock_try('$n'), zk_lock_release('$n')"), 't|t',
+			"$what: $n is taken alone once, its directory listed");
+	}
+}
+
 # Each session holds its lock with a token that is its node's czxid, and
 # is the only node in the lock's directory.
 sub check_holds
@@ -144,6 +161,7 @@ sub check_holds
 my @b = map { "batch$_" } 1 .. 4;
 zk_create($zk, '/zklock');
 zk_create($zk, "/zklock/$_") for @b;
+learn('(1)', @b);
 my $from = scalar($wire->ops);
 my $c0 = counters();
 my @tokens = acquire_together(@b);
@@ -192,8 +210,12 @@ ok($extra >= 0 && $extra <= $own_watches->(),
 	"(1) zk_status() counts a delete per lock (and $extra own-node watches the relay saw)");
 is($c2->{slots_used}, 0, '(1) every slot is freed');
 
-# (2) One create fails: the directories do not exist.
+# (2) One create fails: the directories do not exist (any more: an
+# operator deleted them once they were listed and emptied).
 my @n = qw(fresh1 fresh2 fresh3);
+learn('(2)', @n);
+wait_until(sub { !grep { zk_ls($zk, "/zklock/$_") } @n }, 30, 'the directories are empty');
+ok(zk_delete($zk, "/zklock/$_"), "(2) the directory of $_ is deleted") for @n;
 $from = scalar($wire->ops);
 @tokens = acquire_together(@n);
 check_holds('(2)', \@n, \@tokens);
@@ -231,6 +253,7 @@ is(counters()->{slots_used}, 0, '(3) every slot is freed');
 # (4) The answer of a multi is lost with its connection.
 my @l = map { "lost$_" } 1 .. 3;
 zk_create($zk, "/zklock/$_") for @l;
+learn('(4)', @l);
 $wire->lose_answer([14], '/zklock/lost1/');
 @tokens = acquire_together(@l);
 ok($wire->fired, '(4) the answer to the multi of creates was lost');
@@ -245,6 +268,7 @@ wait_until(sub { counters()->{slots_used} == 0 }, 10, 'every slot is freed');
 # stopped until ZooKeeper has expired the session, then started again.
 my @e = map { "exp$_" } 1 .. 3;
 zk_create($zk, "/zklock/$_") for @e;
+learn('(5)', @e);
 my $old_session = zk_status_of($a)->{session_id};
 $wire->lose_answer([14], '/zklock/exp1/');
 freeze();
@@ -273,6 +297,7 @@ is(join(',', map { zk_ls($zk, "/zklock/$_") } @e), '', '(5) no node is left');
 # (6) A directory that refuses WRITE.
 my @r = map { "acl$_" } 1 .. 3;
 zk_create($zk, "/zklock/$_") for @r;
+learn('(6)', @r);
 my $kazoo = kazoo_peer($zk);
 is($kazoo->cmd("set_acl /zklock/acl2 world:anyone:rcda"), 'ok', '(6) acl2\'s directory grants no WRITE');
 $from = scalar($wire->ops);
