@@ -1,4 +1,4 @@
-/* zklock--1.3--1.4.sql: what zklock 1.4 adds to 1.3 */
+/* zklock--1.3--1.4.sql: what zklock 1.4 adds to 1.3 and changes in it */
 
 \echo Use "ALTER EXTENSION zklock UPDATE TO '1.4'" to load this file. \quit
 
@@ -9,16 +9,16 @@
 -- granted on it and its initial privileges.
 DO $do$
 DECLARE
-	fn oid := 'zk_status()'::regprocedure;
+	fn oid := 'zk_status()'::pg_catalog.regprocedure;
 	owner oid;
 	acl aclitem[];
 	init aclitem[];
 	granted record;
 BEGIN
 	SELECT p.proowner, coalesce(p.proacl, pg_catalog.acldefault('f', p.proowner)) INTO owner, acl
-	  FROM pg_catalog.pg_proc p WHERE p.oid = fn;
+	  FROM pg_catalog.pg_proc p WHERE p.oid OPERATOR(pg_catalog.=) fn;
 	SELECT i.initprivs INTO init FROM pg_catalog.pg_init_privs i
-	 WHERE i.objoid = fn AND i.classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND i.objsubid = 0;
+	 WHERE i.objoid OPERATOR(pg_catalog.=) fn AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND i.objsubid OPERATOR(pg_catalog.=) 0;
 
 	DROP FUNCTION zk_status();
 	EXECUTE $create$
@@ -48,29 +48,29 @@ RETURNS record
 AS 'MODULE_PATHNAME', 'zk_status'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED
 $create$;
-	fn := 'zk_status()'::regprocedure;
+	fn := 'zk_status()'::pg_catalog.regprocedure;
 	REVOKE ALL ON FUNCTION zk_status() FROM PUBLIC;
 	EXECUTE pg_catalog.format('ALTER FUNCTION zk_status() OWNER TO %I', pg_catalog.pg_get_userbyid(owner));
 
 	FOR granted IN
 		SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS grantable
 		  FROM pg_catalog.aclexplode(acl) a
-		 WHERE a.privilege_type = 'EXECUTE' AND a.grantee <> owner
+		 WHERE a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' AND a.grantee OPERATOR(pg_catalog.<>) owner
 		 GROUP BY a.grantee
 		 ORDER BY a.grantee
 	LOOP
 		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION zk_status() TO %s%s',
-			CASE WHEN granted.grantee = 0 THEN 'PUBLIC'
+			CASE WHEN granted.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
 				 ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(granted.grantee)) END,
 			CASE WHEN granted.grantable THEN ' WITH GRANT OPTION' ELSE '' END);
 	END LOOP;
 
 	IF init IS NULL THEN
 		DELETE FROM pg_catalog.pg_init_privs
-		 WHERE objoid = fn AND classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND objsubid = 0;
+		 WHERE objoid OPERATOR(pg_catalog.=) fn AND classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND objsubid OPERATOR(pg_catalog.=) 0;
 	ELSE
 		UPDATE pg_catalog.pg_init_privs SET initprivs = init
-		 WHERE objoid = fn AND classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND objsubid = 0;
+		 WHERE objoid OPERATOR(pg_catalog.=) fn AND classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND objsubid OPERATOR(pg_catalog.=) 0;
 	END IF;
 END
 $do$;
@@ -128,10 +128,6 @@ REVOKE ALL ON FUNCTION zk_lock_stats_internal(), zk_lock_stats_info_internal(),
 REVOKE ALL ON zk_lock_stats, zk_lock_stats_info FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION zk_lock_stats_internal(), zk_lock_stats_info_internal() TO pg_read_all_stats;
 GRANT SELECT ON zk_lock_stats, zk_lock_stats_info TO pg_read_all_stats;
-/* zklock--1.3--1.4.sql: what zklock 1.4 changes in 1.3 */
-
-\echo Use "ALTER EXTENSION zklock UPDATE TO '1.4'" to load this file. \quit
-
 -- Issue 27: a delete from a fenced table is fenced too.  A BEFORE DELETE
 -- row trigger fences each delete (MERGE's as well) with the session's own
 -- token for the lock that the resource names, in the table's fence of
