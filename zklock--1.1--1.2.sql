@@ -3,8 +3,9 @@
 \echo Use "ALTER EXTENSION zklock UPDATE TO '1.2'" to load this file. \quit
 
 -- zk_status() gains the counters of deadlock detection at its end.  A
--- function's OUT columns cannot be changed in place, so it is dropped and
--- created again; what was granted on it (EXECUTE to a monitoring role, as
+-- function's OUT columns cannot be changed in place, so it is renamed
+-- zk_status_1_1 (and dropped at the end unless an object depends on it)
+-- and created again; what was granted on it (EXECUTE to a monitoring role, as
 -- README shows) is granted again, to the same roles with the same grant
 -- option (by the owner: GRANT run by a superuser is the owner's), and its
 -- owner stays.  The grants made here would otherwise count as the
@@ -25,7 +26,7 @@ BEGIN
 	SELECT i.initprivs INTO init FROM pg_catalog.pg_init_privs i
 	 WHERE i.objoid OPERATOR(pg_catalog.=) fn AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND i.objsubid OPERATOR(pg_catalog.=) 0;
 
-	DROP FUNCTION zk_status();
+	ALTER FUNCTION zk_status() RENAME TO zk_status_1_1;
 	EXECUTE $create$
 CREATE FUNCTION zk_status(
 	OUT state text,
@@ -76,6 +77,17 @@ $create$;
 		UPDATE pg_catalog.pg_init_privs SET initprivs = init
 		 WHERE objoid OPERATOR(pg_catalog.=) fn AND classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND objsubid OPERATOR(pg_catalog.=) 0;
 	END IF;
+	-- The former function goes, unless an object of the database's users
+	-- depends on it (a view over zk_status(), say): then it stays, under
+	-- its new name, with its grants, and that object keeps working (the
+	-- library still serves its shape).  Dropping it would make the update
+	-- fail until the object were dropped.
+	BEGIN
+		DROP FUNCTION zk_status_1_1();
+	EXCEPTION WHEN dependent_objects_still_exist THEN
+		RAISE WARNING 'zk_status() of zklock 1.1 is kept as zk_status_1_1(): other objects depend on it'
+			USING HINT = 'Create them again over zk_status(), then drop zk_status_1_1().';
+	END;
 END
 $do$;
 

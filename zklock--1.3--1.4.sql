@@ -5,8 +5,9 @@
 -- Issue 26, the counter's top: zk_status() gains near_top_listings at its
 -- end, the listings of a lock directory whose child counter had passed
 -- 2^30 (the worker's WARNING, counted).  As in the update to 1.2, the
--- function is dropped and created again, keeping its owner, what was
--- granted on it and its initial privileges.
+-- function is created again, keeping its owner, what was granted on it and
+-- its initial privileges; the former one, renamed zk_status_1_3, is
+-- dropped unless an object depends on it.
 DO $do$
 DECLARE
 	fn oid := 'zk_status()'::pg_catalog.regprocedure;
@@ -20,7 +21,7 @@ BEGIN
 	SELECT i.initprivs INTO init FROM pg_catalog.pg_init_privs i
 	 WHERE i.objoid OPERATOR(pg_catalog.=) fn AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND i.objsubid OPERATOR(pg_catalog.=) 0;
 
-	DROP FUNCTION zk_status();
+	ALTER FUNCTION zk_status() RENAME TO zk_status_1_3;
 	EXECUTE $create$
 CREATE FUNCTION zk_status(
 	OUT state text,
@@ -72,6 +73,17 @@ $create$;
 		UPDATE pg_catalog.pg_init_privs SET initprivs = init
 		 WHERE objoid OPERATOR(pg_catalog.=) fn AND classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND objsubid OPERATOR(pg_catalog.=) 0;
 	END IF;
+	-- The former function goes, unless an object of the database's users
+	-- depends on it (a view over zk_status(), say): then it stays, under
+	-- its new name, with its grants, and that object keeps working (the
+	-- library still serves its shape).  Dropping it would make the update
+	-- fail until the object were dropped.
+	BEGIN
+		DROP FUNCTION zk_status_1_3();
+	EXCEPTION WHEN dependent_objects_still_exist THEN
+		RAISE WARNING 'zk_status() of zklock 1.3 is kept as zk_status_1_3(): other objects depend on it'
+			USING HINT = 'Create them again over zk_status(), then drop zk_status_1_3().';
+	END;
 END
 $do$;
 

@@ -15,7 +15,8 @@ Checked in every zklock--*.sql of the tree (comments and quoted strings aside; t
 DO blocks and of EXECUTE $create$ ... $create$ are code and checked too):
 
 - every operator is written OPERATOR(pg_catalog.op); the only bare ones are syntax, not
-  operators: `=` after SET name (a setting, or an UPDATE's column), `*` of SELECT * and
+  operators: `=` after SET name (a setting, or an UPDATE's column) and in RAISE's USING
+  options, `*` of SELECT * and
   count(*), `:=` of PL/pgSQL, `=>` of named arguments;
 - the constructs that look an operator up by name are not used: IN (...), NOT IN, LIKE,
   ILIKE, SIMILAR TO, BETWEEN, IS [NOT] DISTINCT FROM, NULLIF, a simple CASE x WHEN;
@@ -74,6 +75,8 @@ ALLOWED = {
     "set": "SET (columns)",
     "default": "DEFAULT (expression)",
     "operator": "OPERATOR(pg_catalog.op), checked apart",
+    "any": "op ANY (array): the operator is the one written before it, checked apart",
+    "all": "op ALL (array): the same",
 }
 # Type names that take a modifier in parentheses.
 TYPMOD_TYPES = {"numeric", "decimal", "varchar", "char", "character", "varying", "bit", "varbit",
@@ -83,6 +86,8 @@ LOOKUP_KEYWORDS = {
     "like": "~~", "ilike": "~~*", "similar": "SIMILAR TO", "between": ">= and <=",
     "nullif": "=", "distinct_from": "= (IS DISTINCT FROM)",
 }
+RAISE_OPTIONS = {"message", "detail", "hint", "errcode", "column", "constraint", "datatype",
+                 "table", "schema"}
 OP_CHARS = set("+-*/<>=~!@#%^&|`?")
 
 TOKEN = re.compile(r"""
@@ -159,6 +164,8 @@ def check(path, text, own):
             syntax = False
             if value == "=" and word(i - 2) == "set" and prev[0] in ("ident", "qident"):
                 syntax = True    # SET name = value
+            elif value == "=" and word(i - 1) in RAISE_OPTIONS and (word(i - 2) == "using" or at(i - 2)[1] == ","):
+                syntax = True    # RAISE ... USING HINT = value
             elif value == "*" and (prev[1] in ("(", ",", ".") or word(i - 1) == "select"):
                 syntax = True    # SELECT *, t.*, count(*)
             if not syntax:
