@@ -91,7 +91,12 @@ soak:
 # fails when a source is not so formatted, when a -Wall -Wextra build warns,
 # when the tree's shape breaks doc/internals.md's rules (test/tools/
 # layout_check.py: a circle between files, a file or a function too long, a
-# file without its opening comment), or when cppcheck finds something.
+# file without its opening comment), when an extension script calls an
+# operator, a function or a cast that is not pg_catalog's by name
+# (test/tools/script_check.py: such a call is hijacked by an object planted
+# in the target schema), when META.json, zklock.control, debian/changelog
+# and doc/majors.md disagree (test/tools/metadata_check.py), or when
+# cppcheck finds something.
 # run_all.sh runs check-static.
 PG_BSD_INDENT ?= pg_bsd_indent
 PGINDENT_OPTS = -bad -bap -bbb -bc -bl -cli1 -cp33 -cdb -nce -d0 -di12 -nfc1 -i4 -l79 \
@@ -125,6 +130,8 @@ check-static:
 	$(MAKE) -s COPT='-Wall -Wextra -Wno-unused-parameter -Werror' all >/dev/null || { echo "the -Wall -Wextra build warns"; status=1; }; \
 	[ "$(LINT)" = no ] || $(MAKE) -s check-layout || status=1; \
 	[ "$(LINT)" = no ] || $(MAKE) -s check-copies || status=1; \
+	python3 $(srcdir)/test/tools/script_check.py $(srcdir) || { echo "an extension script relies on search_path"; status=1; }; \
+	python3 $(srcdir)/test/tools/metadata_check.py $(srcdir) || { echo "the metadata disagree with the project"; status=1; }; \
 	$(MAKE) -s -C $(srcdir)/test/unit PG_CONFIG=$(PG_CONFIG) all || status=1; \
 	[ "$(LINT)" = no ] || cppcheck -j$(shell nproc) --quiet --error-exitcode=1 --std=c99 --enable=warning,performance,portability \
 		--suppress='*:/usr/include/*' --suppress='*:$(shell $(PG_CONFIG) --includedir-server)/*' \

@@ -50,7 +50,7 @@ LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 CREATE TABLE zk_fence_tokens (
 	resource text PRIMARY KEY,
 	token bigint NOT NULL,
-	accepted_at timestamptz NOT NULL DEFAULT now()
+	accepted_at timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 SELECT pg_catalog.pg_extension_config_dump('zk_fence_tokens', '');
 

@@ -117,7 +117,7 @@ CREATE VIEW zk_locks AS
 	SELECT l.pid, d.datname AS database, l.name, l.mode, l.scope, l.state,
 		   l.znode, l.fencing_token, l.requested_at, l.granted_at
 	FROM zk_locks_internal() l
-	LEFT JOIN pg_catalog.pg_database d ON d.oid = l.dbid;
+	LEFT JOIN pg_catalog.pg_database d ON d.oid OPERATOR(pg_catalog.=) l.dbid;
 
 CREATE FUNCTION zk_status(
 	OUT state text,

@@ -19,7 +19,7 @@ CREATE TABLE zk_fence_table_tokens (
 	fenced_table regclass NOT NULL,
 	resource text NOT NULL,
 	token bigint NOT NULL,
-	accepted_at timestamptz NOT NULL DEFAULT now(),
+	accepted_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
 	PRIMARY KEY (fenced_table, resource)
 );
 SELECT pg_catalog.pg_extension_config_dump('zk_fence_table_tokens', '');
@@ -29,11 +29,11 @@ INSERT INTO zk_fence_table_tokens (fenced_table, resource, token, accepted_at)
 SELECT DISTINCT g.tgrelid::pg_catalog.regclass, t.resource, t.token, t.accepted_at
   FROM pg_catalog.pg_trigger g
   JOIN zk_fence_tokens t
-    ON g.tgnargs >= 1
-   AND t.resource = pg_catalog.convert_from(
-			pg_catalog.substring(g.tgargs, 1, pg_catalog.position(g.tgargs, '\x00'::bytea) - 1),
+    ON g.tgnargs OPERATOR(pg_catalog.>=) 1
+   AND t.resource OPERATOR(pg_catalog.=) pg_catalog.convert_from(
+			pg_catalog.substring(g.tgargs, 1, pg_catalog.position(g.tgargs, '\x00'::pg_catalog.bytea) OPERATOR(pg_catalog.-) 1),
 			pg_catalog.getdatabaseencoding())
- WHERE g.tgfoid = 'zk_fence_trigger()'::pg_catalog.regprocedure AND g.tgparentid = 0;
+ WHERE g.tgfoid OPERATOR(pg_catalog.=) 'zk_fence_trigger()'::pg_catalog.regprocedure AND g.tgparentid OPERATOR(pg_catalog.=) 0;
 
 ALTER TABLE zk_fence_tokens ADD COLUMN fencer regrole;
 ALTER TABLE zk_fence_tokens DROP CONSTRAINT zk_fence_tokens_pkey;
@@ -43,8 +43,8 @@ SELECT r.role, t.resource, t.token, t.accepted_at
 	   (SELECT DISTINCT a.grantee::pg_catalog.regrole AS role
 		  FROM pg_catalog.pg_proc p,
 			   pg_catalog.aclexplode(coalesce(p.proacl, pg_catalog.acldefault('f', p.proowner))) a
-		 WHERE p.oid = 'zk_fence(text, bigint)'::pg_catalog.regprocedure
-		   AND a.privilege_type = 'EXECUTE' AND a.grantee <> 0) r
+		 WHERE p.oid OPERATOR(pg_catalog.=) 'zk_fence(text, bigint)'::pg_catalog.regprocedure
+		   AND a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' AND a.grantee OPERATOR(pg_catalog.<>) 0) r
  WHERE t.fencer IS NULL;
 DELETE FROM zk_fence_tokens WHERE fencer IS NULL;
 ALTER TABLE zk_fence_tokens ALTER COLUMN fencer SET NOT NULL;

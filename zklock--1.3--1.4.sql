@@ -1,26 +1,27 @@
-/* zklock--1.3--1.4.sql: what zklock 1.4 adds to 1.3 */
+/* zklock--1.3--1.4.sql: what zklock 1.4 adds to 1.3 and changes in it */
 
 \echo Use "ALTER EXTENSION zklock UPDATE TO '1.4'" to load this file. \quit
 
 -- Issue 26, the counter's top: zk_status() gains near_top_listings at its
 -- end, the listings of a lock directory whose child counter had passed
 -- 2^30 (the worker's WARNING, counted).  As in the update to 1.2, the
--- function is dropped and created again, keeping its owner, what was
--- granted on it and its initial privileges.
+-- function is created again, keeping its owner, what was granted on it and
+-- its initial privileges; the former one, renamed zk_status_1_3, is
+-- dropped unless an object depends on it.
 DO $do$
 DECLARE
-	fn oid := 'zk_status()'::regprocedure;
+	fn oid := 'zk_status()'::pg_catalog.regprocedure;
 	owner oid;
 	acl aclitem[];
 	init aclitem[];
 	granted record;
 BEGIN
 	SELECT p.proowner, coalesce(p.proacl, pg_catalog.acldefault('f', p.proowner)) INTO owner, acl
-	  FROM pg_catalog.pg_proc p WHERE p.oid = fn;
+	  FROM pg_catalog.pg_proc p WHERE p.oid OPERATOR(pg_catalog.=) fn;
 	SELECT i.initprivs INTO init FROM pg_catalog.pg_init_privs i
-	 WHERE i.objoid = fn AND i.classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND i.objsubid = 0;
+	 WHERE i.objoid OPERATOR(pg_catalog.=) fn AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND i.objsubid OPERATOR(pg_catalog.=) 0;
 
-	DROP FUNCTION zk_status();
+	ALTER FUNCTION zk_status() RENAME TO zk_status_1_3;
 	EXECUTE $create$
 CREATE FUNCTION zk_status(
 	OUT state text,
@@ -48,30 +49,41 @@ RETURNS record
 AS 'MODULE_PATHNAME', 'zk_status'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED
 $create$;
-	fn := 'zk_status()'::regprocedure;
+	fn := 'zk_status()'::pg_catalog.regprocedure;
 	REVOKE ALL ON FUNCTION zk_status() FROM PUBLIC;
 	EXECUTE pg_catalog.format('ALTER FUNCTION zk_status() OWNER TO %I', pg_catalog.pg_get_userbyid(owner));
 
 	FOR granted IN
 		SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS grantable
 		  FROM pg_catalog.aclexplode(acl) a
-		 WHERE a.privilege_type = 'EXECUTE' AND a.grantee <> owner
+		 WHERE a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' AND a.grantee OPERATOR(pg_catalog.<>) owner
 		 GROUP BY a.grantee
 		 ORDER BY a.grantee
 	LOOP
 		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION zk_status() TO %s%s',
-			CASE WHEN granted.grantee = 0 THEN 'PUBLIC'
+			CASE WHEN granted.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
 				 ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(granted.grantee)) END,
 			CASE WHEN granted.grantable THEN ' WITH GRANT OPTION' ELSE '' END);
 	END LOOP;
 
 	IF init IS NULL THEN
 		DELETE FROM pg_catalog.pg_init_privs
-		 WHERE objoid = fn AND classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND objsubid = 0;
+		 WHERE objoid OPERATOR(pg_catalog.=) fn AND classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND objsubid OPERATOR(pg_catalog.=) 0;
 	ELSE
 		UPDATE pg_catalog.pg_init_privs SET initprivs = init
-		 WHERE objoid = fn AND classoid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND objsubid = 0;
+		 WHERE objoid OPERATOR(pg_catalog.=) fn AND classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND objsubid OPERATOR(pg_catalog.=) 0;
 	END IF;
+	-- The former function goes, unless an object of the database's users
+	-- depends on it (a view over zk_status(), say): then it stays, under
+	-- its new name, with its grants, and that object keeps working (the
+	-- library still serves its shape).  Dropping it would make the update
+	-- fail until the object were dropped.
+	BEGIN
+		DROP FUNCTION zk_status_1_3();
+	EXCEPTION WHEN dependent_objects_still_exist THEN
+		RAISE WARNING 'zk_status() of zklock 1.3 is kept as zk_status_1_3(): other objects depend on it'
+			USING HINT = 'Create them again over zk_status(), then drop zk_status_1_3().';
+	END;
 END
 $do$;
 
@@ -128,10 +140,6 @@ REVOKE ALL ON FUNCTION zk_lock_stats_internal(), zk_lock_stats_info_internal(),
 REVOKE ALL ON zk_lock_stats, zk_lock_stats_info FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION zk_lock_stats_internal(), zk_lock_stats_info_internal() TO pg_read_all_stats;
 GRANT SELECT ON zk_lock_stats, zk_lock_stats_info TO pg_read_all_stats;
-/* zklock--1.3--1.4.sql: what zklock 1.4 changes in 1.3 */
-
-\echo Use "ALTER EXTENSION zklock UPDATE TO '1.4'" to load this file. \quit
-
 -- Issue 27: a delete from a fenced table is fenced too.  A BEFORE DELETE
 -- row trigger fences each delete (MERGE's as well) with the session's own
 -- token for the lock that the resource names, in the table's fence of

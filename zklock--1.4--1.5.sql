@@ -1,3 +1,149 @@
 /* zklock--1.4--1.5.sql: what zklock 1.5 adds to 1.4 */
 
 \echo Use "ALTER EXTENSION zklock UPDATE TO '1.5'" to load this file. \quit
+
+-- Issue 42: zk_status() gains three counters at its end: early_losses
+-- (holds the worker gave up before ZooKeeper could expire the session),
+-- session_expiries (ZooKeeper sessions found expired) and commits_refused
+-- (commits and prepares refused for a loss or for want of proof).  As in the updates to 1.2 and 1.4
+-- the function is created again with its owner, grants and initial
+-- privileges, now with a C entry of its own shape (zk_status_1_5); the
+-- former one, renamed zk_status_1_4, is dropped unless an object of the
+-- database's users depends on it.
+DO $do$
+DECLARE
+	fn oid := 'zk_status()'::pg_catalog.regprocedure;
+	owner oid;
+	acl aclitem[];
+	init aclitem[];
+	granted record;
+BEGIN
+	SELECT p.proowner, coalesce(p.proacl, pg_catalog.acldefault('f', p.proowner)) INTO owner, acl
+	  FROM pg_catalog.pg_proc p WHERE p.oid OPERATOR(pg_catalog.=) fn;
+	SELECT i.initprivs INTO init FROM pg_catalog.pg_init_privs i
+	 WHERE i.objoid OPERATOR(pg_catalog.=) fn AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND i.objsubid OPERATOR(pg_catalog.=) 0;
+
+	ALTER FUNCTION zk_status() RENAME TO zk_status_1_4;
+	EXECUTE $create$
+CREATE FUNCTION zk_status(
+	OUT state text,
+	OUT session_id text,
+	OUT server text,
+	OUT negotiated_timeout integer,
+	OUT connected_since timestamptz,
+	OUT last_contact timestamptz,
+	OUT acquired bigint,
+	OUT released bigint,
+	OUT timeouts bigint,
+	OUT cancels bigint,
+	OUT lost bigint,
+	OUT zk_requests bigint,
+	OUT watch_events bigint,
+	OUT slots_used integer,
+	OUT slots_total integer,
+	OUT release_requests bigint,
+	OUT handoffs bigint,
+	OUT handoff_requests bigint,
+	OUT deadlock_checks bigint,
+	OUT deadlocks_found bigint,
+	OUT near_top_listings bigint,
+	OUT early_losses bigint,
+	OUT session_expiries bigint,
+	OUT commits_refused bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'zk_status_1_5'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED
+$create$;
+	fn := 'zk_status()'::pg_catalog.regprocedure;
+	REVOKE ALL ON FUNCTION zk_status() FROM PUBLIC;
+	EXECUTE pg_catalog.format('ALTER FUNCTION zk_status() OWNER TO %I', pg_catalog.pg_get_userbyid(owner));
+
+	FOR granted IN
+		SELECT a.grantee, pg_catalog.bool_or(a.is_grantable) AS grantable
+		  FROM pg_catalog.aclexplode(acl) a
+		 WHERE a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE' AND a.grantee OPERATOR(pg_catalog.<>) owner
+		 GROUP BY a.grantee
+		 ORDER BY a.grantee
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION zk_status() TO %s%s',
+			CASE WHEN granted.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+				 ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(granted.grantee)) END,
+			CASE WHEN granted.grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+	END LOOP;
+
+	IF init IS NULL THEN
+		DELETE FROM pg_catalog.pg_init_privs
+		 WHERE objoid OPERATOR(pg_catalog.=) fn AND classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND objsubid OPERATOR(pg_catalog.=) 0;
+	ELSE
+		UPDATE pg_catalog.pg_init_privs SET initprivs = init
+		 WHERE objoid OPERATOR(pg_catalog.=) fn AND classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND objsubid OPERATOR(pg_catalog.=) 0;
+	END IF;
+	-- The former function goes, unless an object of the database's users
+	-- depends on it (a view over zk_status(), say): then it stays, under
+	-- its new name, with its grants, and that object keeps working (the
+	-- library still serves its shape).  Dropping it would make the update
+	-- fail until the object were dropped.
+	BEGIN
+		DROP FUNCTION zk_status_1_4();
+	EXCEPTION WHEN dependent_objects_still_exist THEN
+		RAISE WARNING 'zk_status() of zklock 1.4 is kept as zk_status_1_4(): other objects depend on it'
+			USING HINT = 'Create them again over zk_status(), then drop zk_status_1_4().';
+	END;
+END
+$do$;
+
+-- Issue 42: a fence row outlives neither its table nor its role.  A row of
+-- zk_fence_table_tokens names its table by OID: once the table is dropped
+-- the OID is a number that a dump carries and a restore, or a later
+-- CREATE TABLE, may give to another relation, which would inherit the old
+-- fence.  An event trigger removes the rows of every table dropped (DROP
+-- TABLE, DROP SCHEMA ... CASCADE, DROP OWNED).  It runs as the extension's
+-- owner (the table is not the dropping role's to write) with a search_path
+-- of pg_catalog only, finding the table through the extension's members so
+-- that ALTER EXTENSION zklock SET SCHEMA does not lose it.  Roles are not
+-- objects of a database and fire no event trigger: the rows of a role
+-- dropped since are removed here, at the update.
+CREATE FUNCTION zk_fence_forget_dropped()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+	dropped oid[];
+	fences regclass;
+BEGIN
+	SELECT pg_catalog.array_agg(o.objid) INTO dropped
+	  FROM pg_catalog.pg_event_trigger_dropped_objects() o
+	 WHERE o.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+	   AND o.objsubid OPERATOR(pg_catalog.=) 0
+	   AND o.object_type OPERATOR(pg_catalog.=) 'table';
+	IF dropped IS NULL THEN
+		RETURN;
+	END IF;
+	SELECT c.oid::pg_catalog.regclass INTO fences
+	  FROM pg_catalog.pg_class c
+	  JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+	   AND d.objid OPERATOR(pg_catalog.=) c.oid
+	  JOIN pg_catalog.pg_extension e ON e.oid OPERATOR(pg_catalog.=) d.refobjid
+	 WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+	   AND d.deptype OPERATOR(pg_catalog.=) 'e'
+	   AND e.extname OPERATOR(pg_catalog.=) 'zklock'
+	   AND c.relname OPERATOR(pg_catalog.=) 'zk_fence_table_tokens';
+	IF fences IS NULL OR fences::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (dropped) THEN
+		RETURN;					-- the extension itself goes
+	END IF;
+	EXECUTE pg_catalog.format('DELETE FROM %s WHERE fenced_table::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)', fences)
+		USING dropped;
+END
+$fn$;
+REVOKE ALL ON FUNCTION zk_fence_forget_dropped() FROM PUBLIC;
+
+CREATE EVENT TRIGGER zk_fence_forget_dropped ON sql_drop
+	EXECUTE FUNCTION zk_fence_forget_dropped();
+
+DELETE FROM zk_fence_table_tokens t
+ WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) t.fenced_table::pg_catalog.oid);
+DELETE FROM zk_fence_tokens t
+ WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_authid r WHERE r.oid OPERATOR(pg_catalog.=) t.fencer::pg_catalog.oid);
+
+-- End of issue 42's block.

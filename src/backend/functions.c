@@ -22,6 +22,7 @@
 #include "backend/locks.h"
 #include "backend/request.h"
 #include "names/encode.h"
+#include "result_shape.h"
 
 PG_FUNCTION_INFO_V1(zk_lock_acquire);
 PG_FUNCTION_INFO_V1(zk_lock_acquire_xact);
@@ -42,6 +43,7 @@ PG_FUNCTION_INFO_V1(zk_lock_check);
 PG_FUNCTION_INFO_V1(zk_lock_path);
 PG_FUNCTION_INFO_V1(zk_locks);
 PG_FUNCTION_INFO_V1(zk_status);
+PG_FUNCTION_INFO_V1(zk_status_1_5);
 PG_FUNCTION_INFO_V1(zk_waits_for);
 PG_FUNCTION_INFO_V1(zk_lock_verify);
 PG_FUNCTION_INFO_V1(zk_lock_revoke);
@@ -267,6 +269,7 @@ zk_lock_acquire_xact_set(PG_FUNCTION_ARGS)
 Datum
 zk_lock_contenders(PG_FUNCTION_ARGS)
 {
+	zkl_check_call_columns(fcinfo, "zk_lock_contenders", ZKL_COLUMNS_CONTENDERS);
 	zkl_list_contenders(fcinfo, zkl_name_arg(fcinfo));
 	return (Datum) 0;
 }
@@ -346,6 +349,7 @@ zk_locks(PG_FUNCTION_ARGS)
 
 	zkl_require_shmem();
 	InitMaterializedSRF(fcinfo, 0);
+	zkl_check_result_columns(rsinfo->setDesc, "zk_locks_internal", ZKL_COLUMNS_LOCKS);
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 
@@ -359,8 +363,8 @@ zk_locks(PG_FUNCTION_ARGS)
 	for (int i = zkl_shared->used_head; i >= 0; i = zkl_shared->slots[i].next)
 	{
 		zkl_slot   *slot = &zkl_shared->slots[i];
-		Datum		values[10];
-		bool		nulls[10] = {0};
+		Datum		values[ZKL_COLUMNS_LOCKS];
+		bool		nulls[ZKL_COLUMNS_LOCKS] = {0};
 
 		if (slot->inspect)
 			continue;
@@ -411,19 +415,27 @@ zkl_session_state_name(zkl_session_state state)
 	return "connecting";
 }
 
-/* The worker's session and counters, as one row. */
-Datum
-zk_status(PG_FUNCTION_ARGS)
+/*
+ * The worker's session and counters, as one row of the shape the calling
+ * declaration has: each version added columns at the end (ZKL_COLUMNS_STATUS_*),
+ * so a shape is the first columns of the newest.  zk_status is the C entry
+ * of the declarations of 1.0 to 1.4 (databases not yet updated, and the
+ * renamed zk_status_1_1() and zk_status_1_3() that updates keep for the
+ * users' objects that depend on them); zk_status_1_5 that of 1.5.
+ */
+static Datum
+zkl_status_row(FunctionCallInfo fcinfo, int ncolumns)
 {
 	TupleDesc	tupdesc;
-	Datum		values[21];
-	bool		nulls[21] = {0};
+	Datum		values[ZKL_COLUMNS_STATUS_1_5];
+	bool		nulls[ZKL_COLUMNS_STATUS_1_5] = {0};
 	int			used;
 	zkl_shared_state *s;
 
 	zkl_require_shmem();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	zkl_check_result_columns(tupdesc, "zk_status", ncolumns);
 	s = zkl_shared;
 
 	LWLockAcquire(s->lock, LW_SHARED);
@@ -453,20 +465,57 @@ zk_status(PG_FUNCTION_ARGS)
 	values[15] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.release_requests));
 	values[16] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.handoffs));
 	values[17] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.handoff_requests));
-	/* zklock 1.1 declares 18 columns: its descriptor takes only those. */
+	/* ZKL_COLUMNS_STATUS_1_0: the columns before are those of 1.0 and 1.1. */
 	values[18] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.deadlock_checks));
 	values[19] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.deadlocks_found));
-	/* zklock 1.2 and 1.3 declare 20. */
+	/* ZKL_COLUMNS_STATUS_1_2: 1.2 and 1.3. */
 	values[20] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.near_top_listings));
+	/* ZKL_COLUMNS_STATUS_1_4. */
+	values[21] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.early_losses));
+	values[22] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.session_expiries));
+	values[23] = Int64GetDatum((int64) pg_atomic_read_u64(&s->counters.commits_refused));
+	/* ZKL_COLUMNS_STATUS_1_5. */
 	LWLockRelease(s->lock);
 
+	/* The descriptor takes the first ncolumns. */
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* zk_status() of 1.0 to 1.4: one of their shapes, by the column count. */
+Datum
+zk_status(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	int			ncolumns;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	switch (tupdesc->natts)
+	{
+		case ZKL_COLUMNS_STATUS_1_0:
+		case ZKL_COLUMNS_STATUS_1_2:
+		case ZKL_COLUMNS_STATUS_1_4:
+			ncolumns = tupdesc->natts;
+			break;
+		default:
+			zkl_result_shape_error(tupdesc, "zk_status");
+			pg_unreachable();
+	}
+	return zkl_status_row(fcinfo, ncolumns);
+}
+
+/* zk_status() of 1.5. */
+Datum
+zk_status_1_5(PG_FUNCTION_ARGS)
+{
+	return zkl_status_row(fcinfo, ZKL_COLUMNS_STATUS_1_5);
 }
 
 /* The waits-for edges this cluster can see (deadlock.c). */
 Datum
 zk_waits_for(PG_FUNCTION_ARGS)
 {
+	zkl_check_call_columns(fcinfo, "zk_waits_for", ZKL_COLUMNS_WAITS_FOR);
 	zkl_list_waits_for(fcinfo);
 	return (Datum) 0;
 }
@@ -573,6 +622,7 @@ zk_semaphore_release(PG_FUNCTION_ARGS)
 Datum
 zk_semaphore_contenders(PG_FUNCTION_ARGS)
 {
+	zkl_check_call_columns(fcinfo, "zk_semaphore_contenders", ZKL_COLUMNS_CONTENDERS);
 	zkl_list_semaphore(fcinfo, zkl_name_arg(fcinfo));
 	return (Datum) 0;
 }

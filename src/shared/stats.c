@@ -44,6 +44,7 @@
 #include "utils/timestamp.h"
 
 #include "names/name_text.h"
+#include "result_shape.h"
 #include "shared/stats.h"
 
 #define ZKL_STATS_FILE		PGSTAT_STAT_PERMANENT_DIRECTORY "/zklock_stats.stat"
@@ -305,14 +306,15 @@ zk_lock_stats(PG_FUNCTION_ARGS)
 
 	zkl_stats_require();
 	InitMaterializedSRF(fcinfo, 0);
+	zkl_check_result_columns(rsinfo->setDesc, "zk_lock_stats_internal", ZKL_COLUMNS_LOCK_STATS);
 
 	LWLockAcquire(zkl_stats->lock, LW_SHARED);
 	hash_seq_init(&seq, zkl_stats_hash);
 	while ((e = hash_seq_search(&seq)) != NULL)
 	{
 		zkl_stats_counters c;
-		Datum		values[18];
-		bool		nulls[18] = {0};
+		Datum		values[ZKL_COLUMNS_LOCK_STATS];
+		bool		nulls[ZKL_COLUMNS_LOCK_STATS] = {0};
 		int			i = 0;
 
 		SpinLockAcquire(&e->mutex);
@@ -350,12 +352,13 @@ Datum
 zk_lock_stats_info(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[3];
-	bool		nulls[3] = {0};
+	Datum		values[ZKL_COLUMNS_LOCK_STATS_INFO];
+	bool		nulls[ZKL_COLUMNS_LOCK_STATS_INFO] = {0};
 
 	zkl_stats_require();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	zkl_check_result_columns(tupdesc, "zk_lock_stats_info_internal", ZKL_COLUMNS_LOCK_STATS_INFO);
 	LWLockAcquire(zkl_stats->lock, LW_SHARED);
 	values[0] = Int64GetDatum(hash_get_num_entries(zkl_stats_hash));
 	values[1] = Int64GetDatum(zkl_stats->evicted);

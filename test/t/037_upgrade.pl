@@ -8,7 +8,7 @@
 # function definitions (pg_get_functiondef), the same privileges on them
 # and initial privileges (pg_init_privs, which pg_dump goes by), and the
 # same fencing tables, marked for pg_dump alike.  Then 1.1 to 1.5, where
-# zk_status() is dropped and created again with two more columns: a role
+# zk_status() is created again with six more columns: a role
 # granted it in a database created at 1.1 can still call it after the
 # update and sees the new columns, and the grant is the only difference
 # from a fresh 1.5.  Last, 1.2 to 1.5 with fences in place: under 1.2 (the
@@ -132,12 +132,13 @@ my $status = q{SELECT count(*) FROM zk_status() s, json_object_keys(row_to_json(
 is($a->safe_psql('mid', $status, @as_watcher), '18', "mid: the role calls 1.1's zk_status() (18 columns)");
 $a->safe_psql('mid', 'ALTER EXTENSION zklock UPDATE');
 is($a->safe_psql('mid', "SELECT extversion FROM pg_extension WHERE extname = 'zklock'"), '1.5', 'mid: now zklock 1.5');
-is($a->safe_psql('mid', $status, @as_watcher), '21', '... the role still calls zk_status(), now with 21 columns');
+is($a->safe_psql('mid', $status, @as_watcher), '24', '... the role still calls zk_status(), now with 24 columns');
 is( $a->safe_psql(
-		'mid', 'SELECT deadlock_checks >= 0 AND deadlocks_found >= 0 AND near_top_listings >= 0 FROM zk_status()',
+		'mid', 'SELECT deadlock_checks >= 0 AND deadlocks_found >= 0 AND near_top_listings >= 0'
+		  . ' AND early_losses >= 0 AND session_expiries >= 0 AND commits_refused >= 0 FROM zk_status()',
 		@as_watcher),
 	't',
-	'... among them deadlock_checks, deadlocks_found and near_top_listings');
+	'... among them deadlock_checks, deadlocks_found, near_top_listings and 1.5\'s three');
 is($a->safe_psql('mid', $members), $a->safe_psql('postgres', $members), 'mid: the member objects of a fresh 1.5');
 like((run_command([ 'pg_dump', '--schema-only', '-d', $a->connstr('mid') ]))[0],
 	qr/^GRANT ALL ON FUNCTION public\.zk_status\(.*\) TO watcher;$/m, 'mid: pg_dump dumps the grant');
