@@ -11,7 +11,8 @@
 # around PostgreSQL: pgbouncer, pg_cron, alembic (with psycopg2), the
 # Prometheus exporter and promtool (Debian's prometheus, for `promtool
 # check rules` and `promtool test rules` of monitoring/zklock_rules.yaml),
-# stunnel4 (the TLS tunnel to a ZooKeeper that accepts only TLS);
+# stunnel4 (the TLS tunnel to a ZooKeeper that accepts only TLS), Django
+# (its migrate, with the recipe of examples/django);
 # debhelper and postgresql-server-dev-all build the Debian package.
 # bison, flex, readline, zlib and ICU build PostgreSQL 18 from source
 # (test/pgcache.sh), which Debian 12 does not package.  clang and
@@ -34,7 +35,7 @@ PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev zookeeper
 	libipc-run-perl default-jdk-headless build-essential
 	libcurator-recipes-java python3-kazoo gnuplot-nox gdb
 	pg-bsd-indent cppcheck linux-perf
-	pgbouncer postgresql-15-cron python3-alembic python3-psycopg2
+	pgbouncer postgresql-15-cron python3-alembic python3-psycopg2 python3-django
 	prometheus-postgres-exporter prometheus stunnel4 debhelper dpkg-dev postgresql-server-dev-all
 	bison flex libreadline-dev zlib1g-dev libicu-dev pkg-config
 	clang libclang-rt-14-dev)
