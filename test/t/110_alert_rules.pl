@@ -13,6 +13,10 @@
 #      documented (longest total wait first); 0: none.
 #  (4) Every metric the rules name is one the exporter exports: a rule on a
 #      misspelt metric would never fire, and its unit test would not see it.
+#  (5) The runbooks the alerts name, in doc/operations.md, pasted as
+#      written: "Freeing a stuck lock" names the holder, its revocation
+#      changes nothing under on_revoke = ignore, ending the holder grants
+#      the waiter; the other runbooks' commands run without an error.
 use strict;
 use warnings FATAL => 'all';
 
@@ -23,6 +27,7 @@ use ZklockTest::Cleanup qw(@holders);
 use Test::More;
 use PostgreSQL::Test::Utils;
 use HTTP::Tiny;
+use IPC::Run;
 use POSIX ();
 
 my $promtool = '/usr/bin/promtool';
@@ -219,5 +224,79 @@ ok(exists $m->{type}{zklock_status_acquired_total}, '(3) and the other zklock se
 
 $exporter->crash;
 ok(!defined scrape(), 'the exporter is stopped');
+
+# ---------------------------------------------------------------------
+# (5) The runbooks the alerts name (doc/operations.md, "Runbooks"), their
+# commands pasted as written, with the placeholders (the holder's host,
+# port and pid) filled in.
+# ---------------------------------------------------------------------
+my %runbook;
+{
+	my ($all) = slurp_file("$FindBin::RealBin/../../doc/operations.md") =~ /^## Runbooks\n(.*?)(?=^## |\z)/ms;
+	for my $part (split /^### /m, $all // '')
+	{
+		my ($title, $body) = $part =~ /^(\S.*?)\n(.*)\z/s or next;
+		$runbook{$title} = [ $body =~ /^ *```sh\n(.*?)^ *```/msg ];
+	}
+}
+is_deeply([ sort keys %runbook ],
+	[ 'A deploy host vanished', 'A session expired', 'Freeing a stuck lock', 'Slots are full', 'ZooKeeper is down' ],
+	'(5) doc/operations.md has the five runbooks');
+
+# Run one block of a runbook with bash, as a DBA would paste it, against
+# node a; returns (exit status, stdout and stderr).
+sub paste
+{
+	my ($block, %fill) = @_;
+	$block =~ s/\b$_\b/$fill{$_}/g for keys %fill;
+	local $ENV{PGHOST} = $a->host;
+	local $ENV{PGPORT} = $a->port;
+	local $ENV{PGDATABASE} = 'postgres';
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ 'bash', '-e', '-c', $block ], '<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout(30));
+	return ($? >> 8, $out . $err);
+}
+
+# Freeing a stuck lock: a holder, a waiter, the steps in order.
+my @free = @{ $runbook{'Freeing a stuck lock'} };
+my $stuck = bg_session($a);
+my $stuck_pid = $stuck->query_safe("SELECT pg_backend_pid(); SELECT zk_lock_acquire('nightly-export')");
+($stuck_pid) = split /\n/, $stuck_pid;
+my $waiter = queue_waiter($a, $zk, 'nightly-export', '60s');
+my %fill = (HOLDER_HOST => $a->host, HOLDER_PORT => $a->port, 12345 => $stuck_pid);
+my $lock_var = "LOCK='nightly-export'\n";
+my ($rc, $o) = paste($free[0], %fill);
+is($rc, 0, '(5) stuck lock, step 1 runs') or diag($o);
+like($o, qr/\|\s*$stuck_pid\s*\|/, '(5) step 1 names the holder\'s pid');
+($rc, $o) = paste($free[1], %fill);
+like($o, qr/\b$stuck_pid\b.*\bidle\b/, '(5) step 2 shows what the holder does (idle)');
+($rc, $o) = paste($lock_var . $free[2], %fill);
+like($o, qr/^\s*1\s*$/m, '(5) step 3: zk_lock_revoke counts the holder');
+is(lock_state($a, $stuck_pid, 'nightly-export'), 'held', '(5) and, on_revoke being ignore, nothing changes');
+($rc, $o) = paste($lock_var . "PID=$stuck_pid\n" . $free[3], %fill);
+is($rc, 0, '(5) step 4 runs') or diag($o);
+my ($granted) = waiter_grant($waiter);
+ok(defined $granted, '(5) step 4 ended the holder: the waiter is granted');
+$waiter->{s}->quit;
+$stuck->quit;
+
+# The other runbooks' commands run without an error, as written (the
+# commands that need a holder's pid, a server log or another host left
+# out).
+$a->safe_psql('postgres', 'CREATE ROLE deploy LOGIN');
+for my $title ('ZooKeeper is down', 'A session expired', 'Slots are full', 'A deploy host vanished')
+{
+	my $i = 0;
+	for my $block (@{ $runbook{$title} })
+	{
+		$i++;
+		next if $block =~ /12345|pg_current_logfile|\bnc\b/;
+		($rc, $o) = paste($block, %fill);
+		is($rc, 0, "(5) \"$title\", block $i runs as written") or diag($o);
+	}
+}
+is($a->safe_psql('postgres', "SELECT array_to_string(setconfig, ' ') FROM pg_db_role_setting WHERE setrole = 'deploy'::regrole"),
+	"idle_in_transaction_session_timeout=10min tcp_keepalives_idle=60 tcp_keepalives_interval=10 tcp_keepalives_count=6 zklock.max_hold_time=1h",
+	'(5) "A deploy host vanished": the deploying role has the settings');
 
 done_testing();
