@@ -18,7 +18,10 @@
 # zk_lock_release(text).
 set -euo pipefail
 
-[ $# -ge 4 ] && [ "$3" = -- ] || { sed -n '6p' "$0" >&2; exit 2; }
+if [ $# -lt 4 ] || [ "$3" != -- ]; then
+	sed -n '6p' "$0" >&2
+	exit 2
+fi
 lock=$1
 timeout=$2
 shift 3
@@ -26,6 +29,7 @@ shift 3
 coproc PSQL { exec psql -X -q -A -t -v ON_ERROR_STOP=1 -v lock="$lock" -v timeout="$timeout"; }
 psql_in=${PSQL[1]}
 psql_out=${PSQL[0]}
+# shellcheck disable=SC2153 # coproc sets PSQL_PID
 psql_pid=$PSQL_PID
 
 echo "SELECT zk_lock_acquire(:'lock', CAST(:'timeout' AS interval)) > 0;" >&"$psql_in"
