@@ -9,9 +9,13 @@
 # (make check-static); linux-perf samples the benchmark's profile
 # (bench/profile.sh).  The integration tests drive the programs users run
 # around PostgreSQL: pgbouncer, pg_cron, alembic (with psycopg2), the
-# Prometheus exporter; debhelper and postgresql-server-dev-all build the
-# Debian package.  bison, flex, readline, zlib and ICU build PostgreSQL 18 from
-# source (test/pgcache.sh), which Debian 12 does not package.  clang and
+# Prometheus exporter and promtool (Debian's prometheus, for `promtool
+# check rules` and `promtool test rules` of monitoring/zklock_rules.yaml),
+# stunnel4 (the TLS tunnel to a ZooKeeper that accepts only TLS), Django
+# (its migrate, with the recipe of examples/django);
+# debhelper and postgresql-server-dev-all build the Debian package.
+# bison, flex, readline, zlib and ICU build PostgreSQL 18 from source
+# (test/pgcache.sh), which Debian 12 does not package.  clang and
 # its runtime libraries (libFuzzer, the sanitizers) build the fuzz targets
 # (test/fuzz).  Idempotent:
 # with everything present it only checks, and never touches the network.
@@ -31,8 +35,8 @@ PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev zookeeper
 	libipc-run-perl default-jdk-headless build-essential
 	libcurator-recipes-java python3-kazoo gnuplot-nox gdb
 	pg-bsd-indent cppcheck linux-perf
-	pgbouncer postgresql-15-cron python3-alembic python3-psycopg2
-	prometheus-postgres-exporter debhelper dpkg-dev postgresql-server-dev-all
+	pgbouncer postgresql-15-cron python3-alembic python3-psycopg2 python3-django
+	prometheus-postgres-exporter prometheus stunnel4 debhelper dpkg-dev postgresql-server-dev-all
 	bison flex libreadline-dev zlib1g-dev libicu-dev pkg-config
 	clang libclang-rt-14-dev)
 DEMO_PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev zookeeper

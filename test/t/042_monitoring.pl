@@ -252,10 +252,10 @@ is_deeply(
 	{ map { $_ => $m->{type}{$_} } @zklock_metrics },
 	{ map { $_ => (/_total$/ ? 'counter' : 'gauge') } @zklock_metrics },
 	'(2) the *_total metrics are counters, the others gauges');
-is(scalar(@zklock_metrics), 39, '(2) 39 zklock metrics');
+is(scalar(@zklock_metrics), 40, '(2) 40 zklock metrics');
 is_deeply(
 	[ sort map { keys %{ $m->{server}{$_} } } @zklock_metrics ],
-	[ (join(':', $a->host, $a->port)) x 39 ],
+	[ (join(':', $a->host, $a->port)) x 40 ],
 	'(2) each carries the label server="host:port" of its cluster');
 # README's "Performance" figure, from the metrics as the PromQL of README's
 # monitoring section computes it, and from zk_status() as its SQL does: a
