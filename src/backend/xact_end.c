@@ -107,17 +107,26 @@ zkl_be_first_at_commit(void)
 	zkl_foreign_since_first = false;
 }
 
-/* Whether a plan reads or writes a foreign table. */
+/*
+ * Whether a plan reads or writes a foreign table, or may write one: a row
+ * written to a partitioned table is routed to its partition at run time,
+ * and a foreign partition it reaches that way (its connection made then)
+ * is in no range table.  A write to a partitioned table counts as foreign
+ * (its local partitions give it a transaction id anyway).
+ */
 static bool
 zkl_plan_uses_foreign(PlannedStmt *plan)
 {
+	bool		writes = plan->commandType != CMD_SELECT || plan->hasModifyingCTE;
 	ListCell   *lc;
 
 	foreach(lc, plan->rtable)
 	{
 		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
 
-		if (rte->rtekind == RTE_RELATION && rte->relkind == RELKIND_FOREIGN_TABLE)
+		if (rte->rtekind == RTE_RELATION &&
+			(rte->relkind == RELKIND_FOREIGN_TABLE ||
+			 (writes && rte->relkind == RELKIND_PARTITIONED_TABLE)))
 			return true;
 	}
 	return false;
@@ -172,8 +181,15 @@ zkl_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 		(((TransactionStmt *) parsetree)->kind == TRANS_STMT_COMMIT_PREPARED ||
 		 ((TransactionStmt *) parsetree)->kind == TRANS_STMT_ROLLBACK_PREPARED))
 		zkl_finishing_prepared = true;
-	/* A foreign schema's import connects to its server. */
-	if (IsA(parsetree, ImportForeignSchemaStmt))
+	/*
+	 * A foreign schema's import connects to its server; COPY FROM and
+	 * TRUNCATE reach a foreign table (or partition) without a plan.  A local
+	 * COPY FROM or TRUNCATE writes anyway: counting it as foreign costs
+	 * nothing.
+	 */
+	if (IsA(parsetree, ImportForeignSchemaStmt) ||
+		IsA(parsetree, TruncateStmt) ||
+		(IsA(parsetree, CopyStmt) && ((CopyStmt *) parsetree)->is_from))
 	{
 		zkl_xact_foreign = true;
 		zkl_foreign_since_first = true;
