@@ -380,6 +380,29 @@ zkl_report_lost_holds(int64 session)
 }
 
 /*
+ * The commit fails when the session that granted a cursor's hold given
+ * back on an abort path (zkl_released_session) is not the one in use
+ * (session, 0 when there is none): the work done under that hold may have
+ * been done after another client took the lock.
+ */
+static void
+zkl_report_if_released_lost(int64 session)
+{
+	if (session == 0 || zkl_released_session == 0 || zkl_released_session == session)
+		return;
+	zkl_end_commit_wait();
+	zkl_end_committing();
+	zkl_count(commits_refused);
+	zkl_note_loss(zkl_released_name);
+	ereport(ERROR,
+			(errcode(ERRCODE_ZKLOCK_LOST),
+			 errmsg("ZooKeeper lock \"%s\" was lost", zkl_released_name),
+			 errdetail("A hold of it given back as a cursor's FETCH failed was granted in ZooKeeper session 0x%llx, which has ended; the session in use is 0x%llx.",
+					   (unsigned long long) zkl_released_session, (unsigned long long) session),
+			 errhint("Another client may have taken the lock; redo the work under a new lock.")));
+}
+
+/*
  * COMMIT PREPARED and ROLLBACK PREPARED have done their work by the time
  * their own transaction commits: a loss of the session's other locks is
  * reported as a WARNING, never as an error after the fact.  The lost holds
@@ -456,6 +479,8 @@ zkl_report_unconfirmed(int timeout_ms)
 		strlcpy(name, lock->key + 1, sizeof(name));
 		hash_seq_term(&seq);
 	}
+	else
+		strlcpy(name, zkl_released_name, sizeof(name));
 	ereport(ERROR,
 			(errcode(ERRCODE_ZKLOCK_LOST),
 			 errmsg("could not confirm the ZooKeeper session before commit"),
@@ -513,6 +538,7 @@ zkl_await_proof(bool needs_proof)
 
 		proven = zkl_session_proven(&timeout_ms, NULL, &session);
 		zkl_report_lost_holds(session);
+		zkl_report_if_released_lost(session);
 		if (!needs_proof || proven)
 			break;
 		now = zkl_now();
@@ -577,7 +603,7 @@ zkl_confirm_before_commit(void)
 				 errdetail("Its loss was reported earlier in the transaction and caught there; a transaction cannot commit after one of its session's locks was lost."),
 				 errhint("Roll back the transaction and redo the work under a new lock.")));
 	}
-	if (hash_get_num_entries(zkl_locks) == 0)
+	if (hash_get_num_entries(zkl_locks) == 0 && zkl_released_session == 0)
 		return;
 
 	zkl_await_proof(zkl_commit_needs_proof());
@@ -630,6 +656,7 @@ zkl_xact_callback(XactEvent event, void *arg)
 			zkl_cancel_wait(true);
 			zkl_release_xact_holds(NULL, false);
 			zkl_lost_in_xact[0] = '\0';
+			zkl_released_session = 0;
 			zkl_xact_foreign = false;
 			zkl_finishing_prepared = false;
 			break;
