@@ -497,25 +497,49 @@ zkl_report_unconfirmed(int timeout_ms)
  * show for it).  A transaction that wrote nothing makes nothing durable or
  * visible: a known loss is still reported, but there is nothing to protect
  * by waiting for proof, and a read-only statement of a lock holder must not
- * stall while ZooKeeper is away.
- *
+ * stall while ZooKeeper is away.  *notifies: notifications are pending.
+ */
+static bool
+zkl_commit_needs_proof(bool *notifies)
+{
+	*notifies = zkl_notifications_pending();
+	return *notifies || zkl_xact_foreign ||
+		TransactionIdIsValid(GetTopTransactionIdIfAny());
+}
+
+/*
  * PostgreSQL queues notifications after the pre-commit callbacks, under the
  * heavyweight lock that serialises every database's notifying commits,
  * which another transaction may hold for as long as its own commit lasts (a
  * synchronous standby that is away).  A wait there after the proof would
- * let the proof grow old: the lock is taken here, before it, exactly as
- * PreCommit_Notify takes it (a transaction's heavyweight locks are its own:
- * PreCommit_Notify then finds it held).
+ * let the proof grow old: the lock is taken here, after the proof, exactly
+ * as PreCommit_Notify takes it (a transaction's heavyweight locks are its
+ * own: PreCommit_Notify then finds it held), and the proof is looked at
+ * again once it is held.  Never during a wait for proof: the lock is the
+ * whole cluster's, and every notifying commit would wait behind it.  When
+ * the wait for the lock outlasted the proof, the lock is let go while a
+ * fresh proof comes, and taken again (false).  Nothing is taken in a
+ * transaction that used a foreign table: postgres_fdw commits its remote
+ * transaction after this check, and a remote side in the same cluster that
+ * notifies would wait for this lock while this backend waits for it, a
+ * deadlock no detector sees; the wait stays after the proof there
+ * (doc/failures.md).
  */
 static bool
-zkl_commit_needs_proof(void)
+zkl_lock_notify_queue_proven(void)
 {
-	bool		notifies = zkl_notifications_pending();
+	int64		session;
+	bool		proven;
 
-	if (notifies)
-		LockSharedObject(DatabaseRelationId, InvalidOid, 0, AccessExclusiveLock);
-	return notifies || zkl_xact_foreign ||
-		TransactionIdIsValid(GetTopTransactionIdIfAny());
+	if (zkl_xact_foreign)
+		return true;
+	LockSharedObject(DatabaseRelationId, InvalidOid, 0, AccessExclusiveLock);
+	proven = zkl_session_proven(NULL, NULL, &session);
+	zkl_report_lost_holds(session);
+	zkl_report_if_released_lost(session);
+	if (!proven)
+		UnlockSharedObject(DatabaseRelationId, InvalidOid, 0, AccessExclusiveLock);
+	return proven;
 }
 
 /*
@@ -589,6 +613,9 @@ zkl_await_proof(bool needs_proof)
 static void
 zkl_confirm_before_commit(void)
 {
+	bool		needs_proof;
+	bool		notifies;
+
 	if (zkl_finishing_prepared)
 	{
 		zkl_warn_lost_holds();
@@ -606,7 +633,11 @@ zkl_confirm_before_commit(void)
 	if (hash_get_num_entries(zkl_locks) == 0 && zkl_released_session == 0)
 		return;
 
-	zkl_await_proof(zkl_commit_needs_proof());
+	needs_proof = zkl_commit_needs_proof(&notifies);
+	do
+	{
+		zkl_await_proof(needs_proof);
+	} while (notifies && !zkl_lock_notify_queue_proven());
 
 	/*
 	 * Proven: from here to the transaction's end nothing of zklock's takes a
