@@ -648,11 +648,31 @@ zkl_confirm_before_commit(void)
 	zkl_end_commit_wait();
 }
 
+/*
+ * The transaction ends: what was marked of it goes, whether or not the
+ * backend has used a lock (a COMMIT PREPARED in a session that takes its
+ * first lock in its next transaction must not spare that one's check).
+ */
+static void
+zkl_forget_xact_marks(void)
+{
+	zkl_lost_in_xact[0] = '\0';
+	zkl_released_session = 0;
+	zkl_xact_foreign = false;
+	zkl_finishing_prepared = false;
+}
+
 static void
 zkl_xact_callback(XactEvent event, void *arg)
 {
 	if (zkl_shared == NULL || zkl_locks == NULL)
+	{
+		if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+			event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+			event == XACT_EVENT_PREPARE)
+			zkl_forget_xact_marks();
 		return;
+	}
 
 	switch (event)
 	{
@@ -686,10 +706,7 @@ zkl_xact_callback(XactEvent event, void *arg)
 			zkl_forget_fence_rows();
 			zkl_cancel_wait(true);
 			zkl_release_xact_holds(NULL, false);
-			zkl_lost_in_xact[0] = '\0';
-			zkl_released_session = 0;
-			zkl_xact_foreign = false;
-			zkl_finishing_prepared = false;
+			zkl_forget_xact_marks();
 			break;
 		default:
 			break;
