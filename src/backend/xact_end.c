@@ -109,10 +109,8 @@ zkl_be_first_at_commit(void)
 
 /*
  * Whether a plan reads or writes a foreign table, or may write one: a row
- * written to a partitioned table is routed to its partition at run time,
- * and a foreign partition it reaches that way (its connection made then)
- * is in no range table.  A write to a partitioned table counts as foreign
- * (its local partitions give it a transaction id anyway).
+ * routed to a foreign partition at run time is in no range table, so a
+ * write to a partitioned table counts (a local one writes anyway).
  */
 static bool
 zkl_plan_uses_foreign(PlannedStmt *plan)
@@ -181,6 +179,7 @@ zkl_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 		(((TransactionStmt *) parsetree)->kind == TRANS_STMT_COMMIT_PREPARED ||
 		 ((TransactionStmt *) parsetree)->kind == TRANS_STMT_ROLLBACK_PREPARED))
 		zkl_finishing_prepared = true;
+
 	/*
 	 * A foreign schema's import connects to its server; COPY FROM and
 	 * TRUNCATE reach a foreign table (or partition) without a plan.  A local
@@ -381,9 +380,8 @@ zkl_report_lost_holds(int64 session)
 
 /*
  * The commit fails when the session that granted a cursor's hold given
- * back on an abort path (zkl_released_session) is not the one in use
- * (session, 0 when there is none): the work done under that hold may have
- * been done after another client took the lock.
+ * back on an abort path (zkl_released_session) is not session, the one in
+ * use (0: none): the work under that hold may postdate another's grant.
  */
 static void
 zkl_report_if_released_lost(int64 session)
@@ -510,20 +508,16 @@ zkl_commit_needs_proof(bool *notifies)
 /*
  * PostgreSQL queues notifications after the pre-commit callbacks, under the
  * heavyweight lock that serialises every database's notifying commits,
- * which another transaction may hold for as long as its own commit lasts (a
- * synchronous standby that is away).  A wait there after the proof would
- * let the proof grow old: the lock is taken here, after the proof, exactly
- * as PreCommit_Notify takes it (a transaction's heavyweight locks are its
- * own: PreCommit_Notify then finds it held), and the proof is looked at
- * again once it is held.  Never during a wait for proof: the lock is the
- * whole cluster's, and every notifying commit would wait behind it.  When
- * the wait for the lock outlasted the proof, the lock is let go while a
- * fresh proof comes, and taken again (false).  Nothing is taken in a
- * transaction that used a foreign table: postgres_fdw commits its remote
- * transaction after this check, and a remote side in the same cluster that
- * notifies would wait for this lock while this backend waits for it, a
- * deadlock no detector sees; the wait stays after the proof there
- * (doc/failures.md).
+ * which another may hold as long as its own commit lasts (a synchronous
+ * standby away).  A wait there after the proof would let the proof grow
+ * old: the lock is taken here, after the proof (never during a wait for
+ * it: every notifying commit of the cluster would wait too), exactly as
+ * PreCommit_Notify takes it (which then finds it held), and the proof is
+ * looked at again; when it ran out meanwhile, the lock is let go while a
+ * fresh one comes (false).  Not in a transaction that used a foreign
+ * table: a remote side in this cluster that notifies would wait for the
+ * lock as postgres_fdw commits it, a deadlock no detector sees; the wait
+ * stays after the proof there (doc/failures.md).
  */
 static bool
 zkl_lock_notify_queue_proven(void)
@@ -649,9 +643,8 @@ zkl_confirm_before_commit(void)
 }
 
 /*
- * The transaction ends: what was marked of it goes, whether or not the
- * backend has used a lock (a COMMIT PREPARED in a session that takes its
- * first lock in its next transaction must not spare that one's check).
+ * The transaction ends: its marks go, even in a backend that has used no
+ * lock yet (a COMMIT PREPARED must not spare the next commit's check).
  */
 static void
 zkl_forget_xact_marks(void)
