@@ -68,6 +68,14 @@ static bool zkl_exit_registered = false;
  */
 char		zkl_lost_in_xact[ZKL_MAX_NAME_LEN + 1];
 
+/*
+ * A cursor's hold given back on an abort path while the transaction goes
+ * on (zkl_note_released): the ZooKeeper session that granted it, 0 when
+ * none, and its lock's name.  Cleared when the top-level transaction ends.
+ */
+int64		zkl_released_session = 0;
+char		zkl_released_name[ZKL_MAX_NAME_LEN + 1];
+
 void
 zkl_local_init(void)
 {
@@ -514,6 +522,38 @@ zkl_doom_on_abort(zkl_local_lock *lock)
 }
 
 /*
+ * A hold of a cursor's portal is given back on an abort path (a FETCH that
+ * failed inside a savepoint or an exception block), and the work done under
+ * it outside the subtransaction lives on: its loss may simply not be known
+ * yet (the worker cut off from ZooKeeper), so the commit must prove the
+ * session that granted it as it proves the holds it keeps
+ * (zkl_released_session).  Holds of two sessions: the older one expired,
+ * and the hold of it was lost.
+ */
+static void
+zkl_note_released(zkl_local_lock *lock)
+{
+	zkl_slot   *slot = &zkl_shared->slots[lock->slotno];
+	int64		granted = 0;
+
+	if (GetCurrentTransactionNestLevel() <= 1)
+		return;
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	if (slot->generation == lock->generation && slot->state == ZKL_SLOT_HELD)
+		granted = slot->granted_session;
+	LWLockRelease(zkl_shared->lock);
+	if (granted == 0)
+		return;
+	if (zkl_released_session == 0)
+	{
+		zkl_released_session = granted;
+		strlcpy(zkl_released_name, lock->key + 1, sizeof(zkl_released_name));
+	}
+	else if (zkl_released_session != granted && zkl_lost_in_xact[0] == '\0')
+		strlcpy(zkl_lost_in_xact, zkl_released_name, sizeof(zkl_lost_in_xact));
+}
+
+/*
  * Give back the transaction-scope holds that belong to owner, newest first;
  * NULL: every one (the transaction ends).  abort_path: owner is a
  * subtransaction's or a portal's, released as an abort, and a lost hold
@@ -534,7 +574,12 @@ zkl_release_xact_holds(ResourceOwner owner, bool abort_path)
 		if (lock == NULL || lock->xact_count <= 0)
 			continue;
 		if (abort_path)
+		{
 			zkl_doom_on_abort(lock);
+			/* A portal's owner, not the subtransaction's own. */
+			if (owner != CurTransactionResourceOwner)
+				zkl_note_released(lock);
+		}
 		lock->xact_count = Max(lock->xact_count - count, 0);
 		zkl_settle_local(lock, true);
 	}

@@ -38,6 +38,14 @@ extern HTAB *zkl_locks;
  */
 extern char zkl_lost_in_xact[ZKL_MAX_NAME_LEN + 1];
 
+/*
+ * The ZooKeeper session that granted a cursor's hold given back on an abort
+ * path while the transaction went on (0: none), and that lock's name: the
+ * commit proves it.  Cleared when the top-level transaction ends.
+ */
+extern int64 zkl_released_session;
+extern char zkl_released_name[ZKL_MAX_NAME_LEN + 1];
+
 extern void zkl_local_init(void);
 extern void zkl_make_key(char *key, const char *name, zkl_mode mode);
 extern zkl_local_lock *zkl_find_local(const char *name, zkl_mode mode);

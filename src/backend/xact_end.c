@@ -107,17 +107,24 @@ zkl_be_first_at_commit(void)
 	zkl_foreign_since_first = false;
 }
 
-/* Whether a plan reads or writes a foreign table. */
+/*
+ * Whether a plan reads or writes a foreign table, or may write one: a row
+ * routed to a foreign partition at run time is in no range table, so a
+ * write to a partitioned table counts (a local one writes anyway).
+ */
 static bool
 zkl_plan_uses_foreign(PlannedStmt *plan)
 {
+	bool		writes = plan->commandType != CMD_SELECT || plan->hasModifyingCTE;
 	ListCell   *lc;
 
 	foreach(lc, plan->rtable)
 	{
 		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
 
-		if (rte->rtekind == RTE_RELATION && rte->relkind == RELKIND_FOREIGN_TABLE)
+		if (rte->rtekind == RTE_RELATION &&
+			(rte->relkind == RELKIND_FOREIGN_TABLE ||
+			 (writes && rte->relkind == RELKIND_PARTITIONED_TABLE)))
 			return true;
 	}
 	return false;
@@ -172,8 +179,16 @@ zkl_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 		(((TransactionStmt *) parsetree)->kind == TRANS_STMT_COMMIT_PREPARED ||
 		 ((TransactionStmt *) parsetree)->kind == TRANS_STMT_ROLLBACK_PREPARED))
 		zkl_finishing_prepared = true;
-	/* A foreign schema's import connects to its server. */
-	if (IsA(parsetree, ImportForeignSchemaStmt))
+
+	/*
+	 * A foreign schema's import connects to its server; COPY FROM and
+	 * TRUNCATE reach a foreign table (or partition) without a plan.  A local
+	 * COPY FROM or TRUNCATE writes anyway: counting it as foreign costs
+	 * nothing.
+	 */
+	if (IsA(parsetree, ImportForeignSchemaStmt) ||
+		IsA(parsetree, TruncateStmt) ||
+		(IsA(parsetree, CopyStmt) && ((CopyStmt *) parsetree)->is_from))
 	{
 		zkl_xact_foreign = true;
 		zkl_foreign_since_first = true;
@@ -364,6 +379,28 @@ zkl_report_lost_holds(int64 session)
 }
 
 /*
+ * The commit fails when the session that granted a cursor's hold given
+ * back on an abort path (zkl_released_session) is not session, the one in
+ * use (0: none): the work under that hold may postdate another's grant.
+ */
+static void
+zkl_report_if_released_lost(int64 session)
+{
+	if (session == 0 || zkl_released_session == 0 || zkl_released_session == session)
+		return;
+	zkl_end_commit_wait();
+	zkl_end_committing();
+	zkl_count(commits_refused);
+	zkl_note_loss(zkl_released_name);
+	ereport(ERROR,
+			(errcode(ERRCODE_ZKLOCK_LOST),
+			 errmsg("ZooKeeper lock \"%s\" was lost", zkl_released_name),
+			 errdetail("A hold of it given back as a cursor's FETCH failed was granted in ZooKeeper session 0x%llx, which has ended; the session in use is 0x%llx.",
+					   (unsigned long long) zkl_released_session, (unsigned long long) session),
+			 errhint("Another client may have taken the lock; redo the work under a new lock.")));
+}
+
+/*
  * COMMIT PREPARED and ROLLBACK PREPARED have done their work by the time
  * their own transaction commits: a loss of the session's other locks is
  * reported as a WARNING, never as an error after the fact.  The lost holds
@@ -440,6 +477,8 @@ zkl_report_unconfirmed(int timeout_ms)
 		strlcpy(name, lock->key + 1, sizeof(name));
 		hash_seq_term(&seq);
 	}
+	else
+		strlcpy(name, zkl_released_name, sizeof(name));
 	ereport(ERROR,
 			(errcode(ERRCODE_ZKLOCK_LOST),
 			 errmsg("could not confirm the ZooKeeper session before commit"),
@@ -456,25 +495,45 @@ zkl_report_unconfirmed(int timeout_ms)
  * show for it).  A transaction that wrote nothing makes nothing durable or
  * visible: a known loss is still reported, but there is nothing to protect
  * by waiting for proof, and a read-only statement of a lock holder must not
- * stall while ZooKeeper is away.
- *
- * PostgreSQL queues notifications after the pre-commit callbacks, under the
- * heavyweight lock that serialises every database's notifying commits,
- * which another transaction may hold for as long as its own commit lasts (a
- * synchronous standby that is away).  A wait there after the proof would
- * let the proof grow old: the lock is taken here, before it, exactly as
- * PreCommit_Notify takes it (a transaction's heavyweight locks are its own:
- * PreCommit_Notify then finds it held).
+ * stall while ZooKeeper is away.  *notifies: notifications are pending.
  */
 static bool
-zkl_commit_needs_proof(void)
+zkl_commit_needs_proof(bool *notifies)
 {
-	bool		notifies = zkl_notifications_pending();
-
-	if (notifies)
-		LockSharedObject(DatabaseRelationId, InvalidOid, 0, AccessExclusiveLock);
-	return notifies || zkl_xact_foreign ||
+	*notifies = zkl_notifications_pending();
+	return *notifies || zkl_xact_foreign ||
 		TransactionIdIsValid(GetTopTransactionIdIfAny());
+}
+
+/*
+ * PostgreSQL queues notifications after the pre-commit callbacks, under the
+ * heavyweight lock that serialises every database's notifying commits,
+ * which another may hold as long as its own commit lasts (a synchronous
+ * standby away).  A wait there after the proof would let the proof grow
+ * old: the lock is taken here, after the proof (never during a wait for
+ * it: every notifying commit of the cluster would wait too), exactly as
+ * PreCommit_Notify takes it (which then finds it held), and the proof is
+ * looked at again; when it ran out meanwhile, the lock is let go while a
+ * fresh one comes (false).  Not in a transaction that used a foreign
+ * table: a remote side in this cluster that notifies would wait for the
+ * lock as postgres_fdw commits it, a deadlock no detector sees; the wait
+ * stays after the proof there (doc/failures.md).
+ */
+static bool
+zkl_lock_notify_queue_proven(void)
+{
+	int64		session;
+	bool		proven;
+
+	if (zkl_xact_foreign)
+		return true;
+	LockSharedObject(DatabaseRelationId, InvalidOid, 0, AccessExclusiveLock);
+	proven = zkl_session_proven(NULL, NULL, &session);
+	zkl_report_lost_holds(session);
+	zkl_report_if_released_lost(session);
+	if (!proven)
+		UnlockSharedObject(DatabaseRelationId, InvalidOid, 0, AccessExclusiveLock);
+	return proven;
 }
 
 /*
@@ -497,6 +556,7 @@ zkl_await_proof(bool needs_proof)
 
 		proven = zkl_session_proven(&timeout_ms, NULL, &session);
 		zkl_report_lost_holds(session);
+		zkl_report_if_released_lost(session);
 		if (!needs_proof || proven)
 			break;
 		now = zkl_now();
@@ -547,6 +607,9 @@ zkl_await_proof(bool needs_proof)
 static void
 zkl_confirm_before_commit(void)
 {
+	bool		needs_proof;
+	bool		notifies;
+
 	if (zkl_finishing_prepared)
 	{
 		zkl_warn_lost_holds();
@@ -561,10 +624,14 @@ zkl_confirm_before_commit(void)
 				 errdetail("Its loss was reported earlier in the transaction and caught there; a transaction cannot commit after one of its session's locks was lost."),
 				 errhint("Roll back the transaction and redo the work under a new lock.")));
 	}
-	if (hash_get_num_entries(zkl_locks) == 0)
+	if (hash_get_num_entries(zkl_locks) == 0 && zkl_released_session == 0)
 		return;
 
-	zkl_await_proof(zkl_commit_needs_proof());
+	needs_proof = zkl_commit_needs_proof(&notifies);
+	do
+	{
+		zkl_await_proof(needs_proof);
+	} while (notifies && !zkl_lock_notify_queue_proven());
 
 	/*
 	 * Proven: from here to the transaction's end nothing of zklock's takes a
@@ -575,11 +642,30 @@ zkl_confirm_before_commit(void)
 	zkl_end_commit_wait();
 }
 
+/*
+ * The transaction ends: its marks go, even in a backend that has used no
+ * lock yet (a COMMIT PREPARED must not spare the next commit's check).
+ */
+static void
+zkl_forget_xact_marks(void)
+{
+	zkl_lost_in_xact[0] = '\0';
+	zkl_released_session = 0;
+	zkl_xact_foreign = false;
+	zkl_finishing_prepared = false;
+}
+
 static void
 zkl_xact_callback(XactEvent event, void *arg)
 {
 	if (zkl_shared == NULL || zkl_locks == NULL)
+	{
+		if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+			event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+			event == XACT_EVENT_PREPARE)
+			zkl_forget_xact_marks();
 		return;
+	}
 
 	switch (event)
 	{
@@ -613,9 +699,7 @@ zkl_xact_callback(XactEvent event, void *arg)
 			zkl_forget_fence_rows();
 			zkl_cancel_wait(true);
 			zkl_release_xact_holds(NULL, false);
-			zkl_lost_in_xact[0] = '\0';
-			zkl_xact_foreign = false;
-			zkl_finishing_prepared = false;
+			zkl_forget_xact_marks();
 			break;
 		default:
 			break;
