@@ -92,4 +92,58 @@ $create$;
 END
 $do$;
 
+-- Issue 42: a fence row outlives neither its table nor its role.  A row of
+-- zk_fence_table_tokens names its table by OID: once the table is dropped
+-- the OID is a number that a dump carries and a restore, or a later
+-- CREATE TABLE, may give to another relation, which would inherit the old
+-- fence.  An event trigger removes the rows of every table dropped (DROP
+-- TABLE, DROP SCHEMA ... CASCADE, DROP OWNED).  It runs as the extension's
+-- owner (the table is not the dropping role's to write) with a search_path
+-- of pg_catalog only, finding the table through the extension's members so
+-- that ALTER EXTENSION zklock SET SCHEMA does not lose it.  Roles are not
+-- objects of a database and fire no event trigger: the rows of a role
+-- dropped since are removed here, at the update.
+CREATE FUNCTION zk_fence_forget_dropped()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+	dropped oid[];
+	fences regclass;
+BEGIN
+	SELECT pg_catalog.array_agg(o.objid) INTO dropped
+	  FROM pg_catalog.pg_event_trigger_dropped_objects() o
+	 WHERE o.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+	   AND o.objsubid OPERATOR(pg_catalog.=) 0
+	   AND o.object_type OPERATOR(pg_catalog.=) 'table';
+	IF dropped IS NULL THEN
+		RETURN;
+	END IF;
+	SELECT c.oid::pg_catalog.regclass INTO fences
+	  FROM pg_catalog.pg_class c
+	  JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+	   AND d.objid OPERATOR(pg_catalog.=) c.oid
+	  JOIN pg_catalog.pg_extension e ON e.oid OPERATOR(pg_catalog.=) d.refobjid
+	 WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+	   AND d.deptype OPERATOR(pg_catalog.=) 'e'
+	   AND e.extname OPERATOR(pg_catalog.=) 'zklock'
+	   AND c.relname OPERATOR(pg_catalog.=) 'zk_fence_table_tokens';
+	IF fences IS NULL OR fences::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (dropped) THEN
+		RETURN;					-- the extension itself goes
+	END IF;
+	EXECUTE pg_catalog.format('DELETE FROM %s WHERE fenced_table::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)', fences)
+		USING dropped;
+END
+$fn$;
+REVOKE ALL ON FUNCTION zk_fence_forget_dropped() FROM PUBLIC;
+
+CREATE EVENT TRIGGER zk_fence_forget_dropped ON sql_drop
+	EXECUTE FUNCTION zk_fence_forget_dropped();
+
+DELETE FROM zk_fence_table_tokens t
+ WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) t.fenced_table::pg_catalog.oid);
+DELETE FROM zk_fence_tokens t
+ WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_authid r WHERE r.oid OPERATOR(pg_catalog.=) t.fencer::pg_catalog.oid);
+
 -- End of issue 42's block.
