@@ -224,9 +224,11 @@ zkl_wb_must_list(int num_children)
  * at all: when one operation fails, none is done, whichever failed, so
  * each goes again alone and gets its own answer (a delete of a node that
  * is gone, ZNONODE, is then a done delete; a create refused for its own
- * reason fails its own request only).  A lost connection leaves the whole
- * multi's fate unknown, as a lone request's: each create is looked for by
- * its uuid, each delete is sent again.
+ * reason fails its own request only).  A lost connection, or an answer the
+ * client could not match to the multi (ZRUNTIMEINCONSISTENCY as the whole
+ * multi's code), leaves the whole multi's fate unknown, as a lone request's:
+ * each create is looked for by its uuid, each delete is sent again (a node
+ * already gone is then a done delete).
  */
 zkl_wb_outcome
 zkl_wb_outcome_of(int multi_rc)
@@ -237,6 +239,14 @@ zkl_wb_outcome_of(int multi_rc)
 			return ZKL_WB_DONE;
 		case ZCONNECTIONLOSS:
 		case ZOPERATIONTIMEOUT:
+
+			/*
+			 * A rolled-back multi answers the failing operation's own code
+			 * (the others' results say ZRUNTIMEINCONSISTENCY); as the whole
+			 * multi's answer, it says the client could not match the reply to
+			 * the request, which may have been applied: as a lost answer.
+			 */
+		case ZRUNTIMEINCONSISTENCY:
 			return ZKL_WB_UNKNOWN;
 		case ZSESSIONEXPIRED:
 		case ZCLOSING:
