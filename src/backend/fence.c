@@ -433,6 +433,33 @@ zkl_report_no_lock(text *resource, zkl_fence_token how)
 					 text_to_cstring(resource))));
 }
 
+/*
+ * A token that would advance the fence, or equals its newest, and is not
+ * the writer's: one the transaction never claimed (a row's, copied), or
+ * one no holder has now.
+ */
+pg_noreturn static void
+zkl_report_unproven(text *resource, int64 token, bool claimed)
+{
+	if (!claimed)
+		ereport(ERROR,
+				(errcode(ERRCODE_ZKLOCK_UNPROVEN_TOKEN),
+				 errmsg("fencing token %lld is not this session's for lock \"%s\"",
+						(long long) token, text_to_cstring(resource)),
+				 errdetail("This session does not hold lock \"%s\" with that token, and its transaction did not present it with zk_fence or zk_fence_table: a token copied from a row is no claim to the lock.",
+						   text_to_cstring(resource)),
+				 errhint("Take lock \"%s\" and write with its token, or, holding it through another client, present that token with zk_fence_table first in the transaction.",
+						 text_to_cstring(resource))));
+	ereport(ERROR,
+			(errcode(ERRCODE_ZKLOCK_UNPROVEN_TOKEN),
+			 errmsg("fencing token %lld is not a holder's of lock \"%s\"",
+					(long long) token, text_to_cstring(resource)),
+			 errdetail("Neither this session nor any ZooKeeper client holds lock \"%s\" with that token now.",
+					   text_to_cstring(resource)),
+			 errhint("Fence with the token the acquire of lock \"%s\" returned, while it is held.",
+					 text_to_cstring(resource))));
+}
+
 /* The upsert refused token: the row is locked by us, its token newer. */
 pg_noreturn static void
 zkl_report_stale(zkl_fence_plans * plans, Datum *values, text *resource, int64 token)
@@ -450,6 +477,24 @@ zkl_report_stale(zkl_fence_plans * plans, Datum *values, text *resource, int64 t
 					   (long long) token, (long long) accepted),
 			 errhint("The holder of the older token has lost its lock to a later holder; "
 					 "take the lock again for a new token.")));
+}
+
+/*
+ * A write without a token of its own, by a session without the lock: a row
+ * whose token is older than the fence's is told so (ZK003), as its stale
+ * holder writing that token would be; otherwise the lock is missing
+ * (ZK004).  Runs as the fencing table's owner, whom the error gives up.
+ */
+pg_noreturn static void
+zkl_refuse_tokenless(zkl_fence_plans * plans, Datum *values, text *resource,
+					 int64 token, zkl_fence_token how)
+{
+	int64		accepted;
+
+	if (how == ZKL_TOKEN_UNCHANGED &&
+		zkl_fence_current(plans, values, &accepted) && token < accepted)
+		zkl_report_stale(plans, values, resource, token);
+	zkl_report_no_lock(resource, how);
 }
 
 /*
@@ -501,20 +546,12 @@ zkl_fence(zkl_fence_kind kind, text *resource, int64 token, Oid key,
 			pg_class_aclcheck(plans->relid, caller, ACL_INSERT) == ACLCHECK_OK &&
 			pg_class_aclcheck(plans->relid, caller, ACL_UPDATE) == ACLCHECK_OK;
 
-		/*
-		 * A write without a token of its own, by a session without the lock;
-		 * a row whose token is older than the fence's is told so (ZK003), as
-		 * its stale holder writing that token would be.
-		 */
-		if (how == ZKL_TOKEN_UNCHANGED && !exempt)
+		/* A write without a token of its own, by a session without the lock */
+		if ((how == ZKL_TOKEN_UNCHANGED || how == ZKL_TOKEN_NONE) && !exempt)
 		{
 			SetUserIdAndSecContext(owner, owner_context);
-			if (zkl_fence_current(plans, values, &accepted) && token < accepted)
-				zkl_report_stale(plans, values, resource, token);
-			SetUserIdAndSecContext(caller, sec_context);
+			zkl_refuse_tokenless(plans, values, resource, token, how);
 		}
-		if ((how == ZKL_TOKEN_UNCHANGED || how == ZKL_TOKEN_NONE) && !exempt)
-			zkl_report_no_lock(resource, how);
 		if (how == ZKL_TOKEN_NONE)
 		{
 			SPI_finish();
@@ -536,25 +573,7 @@ zkl_fence(zkl_fence_kind kind, text *resource, int64 token, Oid key,
 			SetUserIdAndSecContext(caller, sec_context);
 			if ((!known || token >= accepted) &&
 				!zkl_fence_proven(resource, token, how, &claimed))
-			{
-				if (!claimed)
-					ereport(ERROR,
-							(errcode(ERRCODE_ZKLOCK_UNPROVEN_TOKEN),
-							 errmsg("fencing token %lld is not this session's for lock \"%s\"",
-									(long long) token, text_to_cstring(resource)),
-							 errdetail("This session does not hold lock \"%s\" with that token, and its transaction did not present it with zk_fence or zk_fence_table: a token copied from a row is no claim to the lock.",
-									   text_to_cstring(resource)),
-							 errhint("Take lock \"%s\" and write with its token, or, holding it through another client, present that token with zk_fence_table first in the transaction.",
-									 text_to_cstring(resource))));
-				ereport(ERROR,
-						(errcode(ERRCODE_ZKLOCK_UNPROVEN_TOKEN),
-						 errmsg("fencing token %lld is not a holder's of lock \"%s\"",
-								(long long) token, text_to_cstring(resource)),
-						 errdetail("Neither this session nor any ZooKeeper client holds lock \"%s\" with that token now.",
-								   text_to_cstring(resource)),
-						 errhint("Fence with the token the acquire of lock \"%s\" returned, while it is held.",
-								 text_to_cstring(resource))));
-			}
+				zkl_report_unproven(resource, token, claimed);
 		}
 		SetUserIdAndSecContext(owner, owner_context);
 	}
