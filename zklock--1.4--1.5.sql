@@ -147,3 +147,67 @@ DELETE FROM zk_fence_tokens t
  WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_authid r WHERE r.oid OPERATOR(pg_catalog.=) t.fencer::pg_catalog.oid);
 
 -- End of issue 42's block.
+
+-- Issue 43: a fenced table is fenced as a tree.  Row triggers fire on the
+-- table that holds the row, so an inheritance child without the fence
+-- triggers of its parent would have its rows written, through the parent
+-- or directly, unfenced; with them, its rows share the fence of the tree's
+-- topmost table (the trigger functions resolve it, as they resolve a
+-- partition's root).  This event trigger refuses the DDL that would leave
+-- a child of a fenced table (CREATE TABLE ... INHERITS, ALTER TABLE ...
+-- INHERIT, CREATE TRIGGER on a table with children) without a trigger of
+-- the same function, events and arguments.
+CREATE FUNCTION zk_fence_tree_check()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SET search_path OPERATOR(pg_catalog.=) pg_catalog, pg_temp
+AS $$
+DECLARE
+	edge record;
+BEGIN
+	WITH touched AS (
+		SELECT CASE WHEN c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_trigger'::pg_catalog.regclass
+					THEN (SELECT t.tgrelid FROM pg_catalog.pg_trigger t WHERE t.oid OPERATOR(pg_catalog.=) c.objid)
+					ELSE c.objid END AS relid
+		  FROM pg_catalog.pg_event_trigger_ddl_commands() c
+		 WHERE c.classid OPERATOR(pg_catalog.=) ANY (ARRAY['pg_catalog.pg_class'::pg_catalog.regclass,
+							 'pg_catalog.pg_trigger'::pg_catalog.regclass])
+	), fence AS (
+		SELECT p.oid
+		  FROM pg_catalog.pg_proc p
+		  JOIN pg_catalog.pg_depend d
+			ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid OPERATOR(pg_catalog.=) p.oid
+		   AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass AND d.deptype OPERATOR(pg_catalog.=) 'e'
+		  JOIN pg_catalog.pg_extension e ON e.oid OPERATOR(pg_catalog.=) d.refobjid AND e.extname OPERATOR(pg_catalog.=) 'zklock'
+		 WHERE p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['zk_fence_trigger', 'zk_fence_delete_trigger']::pg_catalog.name[])
+	)
+	SELECT i.inhrelid::pg_catalog.regclass AS child,
+		   i.inhparent::pg_catalog.regclass AS parent, pt.tgname
+	  INTO edge
+	  FROM pg_catalog.pg_inherits i
+	  JOIN pg_catalog.pg_class pc ON pc.oid OPERATOR(pg_catalog.=) i.inhparent AND pc.relkind OPERATOR(pg_catalog.<>) 'p'
+	  JOIN pg_catalog.pg_trigger pt ON pt.tgrelid OPERATOR(pg_catalog.=) i.inhparent
+	   AND pt.tgfoid OPERATOR(pg_catalog.=) ANY (SELECT oid FROM fence)
+	 WHERE (i.inhrelid OPERATOR(pg_catalog.=) ANY (SELECT relid FROM touched) OR i.inhparent OPERATOR(pg_catalog.=) ANY (SELECT relid FROM touched))
+	   AND NOT EXISTS (SELECT FROM pg_catalog.pg_trigger ct
+						WHERE ct.tgrelid OPERATOR(pg_catalog.=) i.inhrelid AND ct.tgfoid OPERATOR(pg_catalog.=) pt.tgfoid
+						  AND ct.tgtype OPERATOR(pg_catalog.=) pt.tgtype AND ct.tgargs OPERATOR(pg_catalog.=) pt.tgargs)
+	 LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'table % inherits from fenced table % without its fence trigger "%"',
+			edge.child, edge.parent, edge.tgname
+			USING ERRCODE = 'invalid_object_definition',
+			DETAIL = pg_catalog.format('Row triggers fire on the table that holds the row: the rows of %s would be written unfenced, through %s as well.',
+							edge.child, edge.parent),
+			HINT = pg_catalog.format('Give %s a trigger like "%s" of %s (same function, events and arguments) before it inherits, or before %s is fenced; its rows then share the fence of the tree''s topmost table.',
+						  edge.child, edge.tgname, edge.parent, edge.parent);
+	END IF;
+END
+$$;
+
+REVOKE ALL ON FUNCTION zk_fence_tree_check() FROM PUBLIC;
+
+CREATE EVENT TRIGGER zk_fence_tree_check ON ddl_command_end
+	WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE', 'CREATE FOREIGN TABLE',
+				 'ALTER FOREIGN TABLE', 'CREATE TRIGGER')
+	EXECUTE FUNCTION zk_fence_tree_check();

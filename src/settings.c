@@ -30,6 +30,7 @@ int			zkl_max_hold_time = 0;
 int			zkl_max_hold_time_limit = 0;
 int			zkl_on_revoke_setting = ZKL_ON_REVOKE_IGNORE;
 bool		zkl_batch_writes = true;
+bool		zkl_fence_bypass = true;
 
 static const struct config_enum_entry zkl_on_revoke_options[] = {
 	{"ignore", ZKL_ON_REVOKE_IGNORE, false},
@@ -207,6 +208,21 @@ zkl_define_settings(void)
 							 ZKL_ON_LOST_CANCEL,
 							 zkl_on_lost_options,
 							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	/*
+	 * A role that may write the fencing tables could write any token by hand;
+	 * by default it needs no lock for a fenced write, as a superuser bypasses
+	 * row security (doc/fencing.md).  Anyone may turn it off for itself: off
+	 * only takes an exemption away, on grants none.
+	 */
+	DefineCustomBoolVariable("zklock.fence_bypass",
+							 "Whether a role that may write zklock's fencing tables bypasses the proof of fenced writes.",
+							 "Off: its fenced writes need the lock, as any role's do.",
+							 &zkl_fence_bypass,
+							 true,
+							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
 

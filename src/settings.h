@@ -49,6 +49,7 @@ extern int	zkl_max_hold_time_limit;
 extern int	zkl_hold_limit_ms(void);
 extern int	zkl_on_revoke_setting;
 extern bool zkl_batch_writes;
+extern bool zkl_fence_bypass;
 
 extern void zkl_define_settings(void);
 

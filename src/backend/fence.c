@@ -34,8 +34,13 @@
  * the lock named by the resource (zkl_fence_proven): no role can push a
  * fence beyond what its writers' next lock will give them.
  *
- * A write that carries no token of its own (zkl_fence_token: an UPDATE that
- * leaves the token column alone, a delete through zk_fence_delete_trigger,
+ * From 1.5 a token that a fenced row carries is the writer's only when the
+ * session holds the lock with it, or its transaction presented it to
+ * zk_fence or zk_fence_table (fence_claims) and ZooKeeper confirms it:
+ * anyone may copy the current holder's token from a row.
+ *
+ * A write that carries no token of its own (zkl_fence_token: an UPDATE whose
+ * row keeps its token, a delete through zk_fence_delete_trigger,
  * zk_fence_table without a token) is fenced with the session's own token
  * for the lock, and refused without it.  A fence row stays locked until
  * the fencer's transaction ends, so each fence is noted on the hold whose
@@ -58,6 +63,7 @@
 #include "access/htup_details.h"
 #include "access/sysattr.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/indexing.h"
 #include "catalog/partition.h"
 #include "catalog/pg_class.h"
@@ -79,6 +85,7 @@
 #include "backend/fence.h"
 #include "backend/locks.h"
 #include "pg_compat.h"
+#include "settings.h"
 
 /* A fencing token older than one already accepted for its resource. */
 #define ERRCODE_ZKLOCK_STALE_TOKEN	MAKE_SQLSTATE('Z','K','0','0','3')
@@ -102,6 +109,25 @@ typedef struct zkl_fence_plans
 }			zkl_fence_plans;
 
 static zkl_fence_plans fence_plans[ZKL_FENCE_KINDS];
+
+/*
+ * The tokens this transaction presented (zklock 1.5): given to zk_fence or
+ * zk_fence_table, and accepted.  Presenting a token is the caller's claim
+ * that it holds lock resource with it (a Curator or kazoo holder, or a
+ * zklock holder's second connection); a token that a row carries is the
+ * writer's only when the session holds the lock with it or the
+ * transaction presented it, never because the row had it already.  In
+ * TopTransactionContext; a subtransaction's claims go with its abort.
+ */
+typedef struct zkl_fence_claim
+{
+	SubTransactionId subid;
+	int64		token;
+	char		resource[FLEXIBLE_ARRAY_MEMBER];
+}			zkl_fence_claim;
+
+static List *fence_claims = NIL;
+static bool fence_claim_callbacks = false;
 
 /*
  * The schema of the zklock extension, as pg_extension says now.
@@ -233,6 +259,125 @@ zkl_fence_current(zkl_fence_plans * plans, Datum *values, int64 *accepted)
 	return true;
 }
 
+/* The transaction ended: its claims with it (their memory was its). */
+static void
+zkl_claims_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			fence_claims = NIL;
+			break;
+		default:
+			break;
+	}
+}
+
+/* A subtransaction's claims go with its abort, pass to its parent at commit. */
+static void
+zkl_claims_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+							SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+
+	if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		foreach(lc, fence_claims)
+		{
+			zkl_fence_claim *claim = lfirst(lc);
+
+			if (claim->subid == mySubid)
+				claim->subid = parentSubid;
+		}
+	}
+	else if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		foreach(lc, fence_claims)
+		{
+			zkl_fence_claim *claim = lfirst(lc);
+
+			if (claim->subid == mySubid)
+				fence_claims = foreach_delete_current(fence_claims, lc);
+		}
+	}
+}
+
+/* This transaction presented token for lock resource. */
+static void
+zkl_note_claim(text *resource, int64 token)
+{
+	char	   *name = text_to_cstring(resource);
+	MemoryContext old;
+	zkl_fence_claim *claim;
+	ListCell   *lc;
+
+	foreach(lc, fence_claims)
+	{
+		claim = lfirst(lc);
+		if (claim->token == token && strcmp(claim->resource, name) == 0)
+			return;
+	}
+	if (!fence_claim_callbacks)
+	{
+		RegisterXactCallback(zkl_claims_xact_callback, NULL);
+		RegisterSubXactCallback(zkl_claims_subxact_callback, NULL);
+		fence_claim_callbacks = true;
+	}
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	claim = palloc(offsetof(zkl_fence_claim, resource) + strlen(name) + 1);
+	claim->subid = GetCurrentSubTransactionId();
+	claim->token = token;
+	strcpy(claim->resource, name);
+	fence_claims = lappend(fence_claims, claim);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Whether this transaction presented *token for lock resource, or, with
+ * any, the newest token it presented for it (into *token).
+ */
+static bool
+zkl_claimed(text *resource, int64 *token, bool any)
+{
+	char	   *name = text_to_cstring(resource);
+	bool		found = false;
+	ListCell   *lc;
+
+	foreach(lc, fence_claims)
+	{
+		zkl_fence_claim *claim = lfirst(lc);
+
+		if (strcmp(claim->resource, name) != 0)
+			continue;
+		if (!any && claim->token == *token)
+			return true;
+		if (any && (!found || claim->token > *token))
+		{
+			*token = claim->token;
+			found = true;
+		}
+	}
+	return found;
+}
+
+/*
+ * The token this session writes with under lock resource: the token of its
+ * own hold, or else the newest one its transaction presented (zkl_fence
+ * proves the latter through ZooKeeper when it fences with it).  False when
+ * it has neither: a write without a token of its own needs the lock.
+ */
+bool
+zkl_writer_token(text *resource, int64 *token)
+{
+	if (zkl_held_token(resource, token))
+		return true;
+	return zkl_claimed(resource, token, true);
+}
+
 /* The owner of a fencing table, who may write it. */
 static Oid
 zkl_table_owner(Oid relid)
@@ -252,15 +397,24 @@ zkl_table_owner(Oid relid)
  * Whether token is a holder's of lock resource now: this session's own
  * hold, or any client's by ZooKeeper's word (as zk_lock_verify asks).  A
  * proven token is a czxid ZooKeeper gave, so never one above the newest
- * zxid of the ensemble.
+ * zxid of the ensemble.  A token that a row carries (how: ZKL_TOKEN_GIVEN)
+ * is asked of ZooKeeper only when this transaction presented it: a token
+ * copied from a row, this table's or another's, is no claim to the lock
+ * (*claimed false then).
  */
 static bool
-zkl_fence_proven(text *resource, int64 token)
+zkl_fence_proven(text *resource, int64 token, zkl_fence_token how, bool *claimed)
 {
 	int64		held;
 
+	*claimed = true;
 	if (zkl_held_token(resource, &held) && held == token)
 		return true;
+	if (how == ZKL_TOKEN_GIVEN && !zkl_claimed(resource, &token, false))
+	{
+		*claimed = false;
+		return false;
+	}
 	return zkl_verify_token(resource, token);
 }
 
@@ -273,9 +427,36 @@ zkl_report_no_lock(text *resource, zkl_fence_token how)
 			 errmsg("this session does not hold lock \"%s\", which its fenced write needs",
 					text_to_cstring(resource)),
 			 errdetail(how == ZKL_TOKEN_NONE ?
-					   "A delete from a fenced table, or zk_fence_table without a token, is fenced with the token of the lock this session holds." :
-					   "An update that leaves the fencing token column alone is fenced with the token of the lock this session holds."),
-			 errhint("Take lock \"%s\" first, or write the token of its holder in the token column.",
+					   "A delete from a fenced table, or zk_fence_table without a token, is fenced with the token of the lock this session holds, or of the one its transaction presented." :
+					   "An update whose row keeps the token it had is fenced with the token of the lock this session holds, or of the one its transaction presented: the row's token is whoever wrote last."),
+			 errhint("Take lock \"%s\" first, or, holding it through another client, present its token with zk_fence_table first in the transaction.",
+					 text_to_cstring(resource))));
+}
+
+/*
+ * A token that would advance the fence, or equals its newest, and is not
+ * the writer's: one the transaction never claimed (a row's, copied), or
+ * one no holder has now.
+ */
+pg_noreturn static void
+zkl_report_unproven(text *resource, int64 token, bool claimed)
+{
+	if (!claimed)
+		ereport(ERROR,
+				(errcode(ERRCODE_ZKLOCK_UNPROVEN_TOKEN),
+				 errmsg("fencing token %lld is not this session's for lock \"%s\"",
+						(long long) token, text_to_cstring(resource)),
+				 errdetail("This session does not hold lock \"%s\" with that token, and its transaction did not present it with zk_fence or zk_fence_table: a token copied from a row is no claim to the lock.",
+						   text_to_cstring(resource)),
+				 errhint("Take lock \"%s\" and write with its token, or, holding it through another client, present that token with zk_fence_table first in the transaction.",
+						 text_to_cstring(resource))));
+	ereport(ERROR,
+			(errcode(ERRCODE_ZKLOCK_UNPROVEN_TOKEN),
+			 errmsg("fencing token %lld is not a holder's of lock \"%s\"",
+					(long long) token, text_to_cstring(resource)),
+			 errdetail("Neither this session nor any ZooKeeper client holds lock \"%s\" with that token now.",
+					   text_to_cstring(resource)),
+			 errhint("Fence with the token the acquire of lock \"%s\" returned, while it is held.",
 					 text_to_cstring(resource))));
 }
 
@@ -296,6 +477,24 @@ zkl_report_stale(zkl_fence_plans * plans, Datum *values, text *resource, int64 t
 					   (long long) token, (long long) accepted),
 			 errhint("The holder of the older token has lost its lock to a later holder; "
 					 "take the lock again for a new token.")));
+}
+
+/*
+ * A write without a token of its own, by a session without the lock: a row
+ * whose token is older than the fence's is told so (ZK003), as its stale
+ * holder writing that token would be; otherwise the lock is missing
+ * (ZK004).  Runs as the fencing table's owner, whom the error gives up.
+ */
+pg_noreturn static void
+zkl_refuse_tokenless(zkl_fence_plans * plans, Datum *values, text *resource,
+					 int64 token, zkl_fence_token how)
+{
+	int64		accepted;
+
+	if (how == ZKL_TOKEN_UNCHANGED &&
+		zkl_fence_current(plans, values, &accepted) && token < accepted)
+		zkl_report_stale(plans, values, resource, token);
+	zkl_report_no_lock(resource, how);
 }
 
 /*
@@ -343,12 +542,16 @@ zkl_fence(zkl_fence_kind kind, text *resource, int64 token, Oid key,
 		int			owner_context = sec_context | SECURITY_LOCAL_USERID_CHANGE |
 		SECURITY_RESTRICTED_OPERATION;
 
-		exempt = pg_class_aclcheck(plans->relid, caller, ACL_INSERT) == ACLCHECK_OK &&
+		exempt = zkl_fence_bypass &&
+			pg_class_aclcheck(plans->relid, caller, ACL_INSERT) == ACLCHECK_OK &&
 			pg_class_aclcheck(plans->relid, caller, ACL_UPDATE) == ACLCHECK_OK;
 
-		/* A write without a token of its own, by a session without the lock. */
-		if (how != ZKL_TOKEN_GIVEN && !exempt)
-			zkl_report_no_lock(resource, how);
+		/* A write without a token of its own, by a session without the lock */
+		if ((how == ZKL_TOKEN_UNCHANGED || how == ZKL_TOKEN_NONE) && !exempt)
+		{
+			SetUserIdAndSecContext(owner, owner_context);
+			zkl_refuse_tokenless(plans, values, resource, token, how);
+		}
 		if (how == ZKL_TOKEN_NONE)
 		{
 			SPI_finish();
@@ -363,19 +566,14 @@ zkl_fence(zkl_fence_kind kind, text *resource, int64 token, Oid key,
 		if (!exempt)
 		{
 			bool		known;
+			bool		claimed;
 
 			SetUserIdAndSecContext(owner, owner_context);
 			known = zkl_fence_current(plans, values, &accepted);
 			SetUserIdAndSecContext(caller, sec_context);
-			if ((!known || token >= accepted) && !zkl_fence_proven(resource, token))
-				ereport(ERROR,
-						(errcode(ERRCODE_ZKLOCK_UNPROVEN_TOKEN),
-						 errmsg("fencing token %lld is not a holder's of lock \"%s\"",
-								(long long) token, text_to_cstring(resource)),
-						 errdetail("Neither this session nor any ZooKeeper client holds lock \"%s\" with that token now.",
-								   text_to_cstring(resource)),
-						 errhint("Fence with the token the acquire of lock \"%s\" returned, while it is held.",
-								 text_to_cstring(resource))));
+			if ((!known || token >= accepted) &&
+				!zkl_fence_proven(resource, token, how, &claimed))
+				zkl_report_unproven(resource, token, claimed);
 		}
 		SetUserIdAndSecContext(owner, owner_context);
 	}
@@ -390,6 +588,10 @@ zkl_fence(zkl_fence_kind kind, text *resource, int64 token, Oid key,
 
 	SetUserIdAndSecContext(caller, sec_context);
 	SPI_finish();
+
+	/* A token presented and accepted is this transaction's claim. */
+	if (kind != ZKL_FENCE_1_1 && how == ZKL_TOKEN_PRESENTED)
+		zkl_note_claim(resource, token);
 
 	/* The row stays locked until the transaction ends: see zkl_mark_lost. */
 	zkl_note_fence_row(resource);
@@ -419,7 +621,7 @@ zk_fence(PG_FUNCTION_ARGS)
 	int64		token;
 
 	zkl_fence_args(fcinfo, &resource, &token);
-	zkl_fence(ZKL_FENCE_1_1, resource, token, InvalidOid, ZKL_TOKEN_GIVEN);
+	zkl_fence(ZKL_FENCE_1_1, resource, token, InvalidOid, ZKL_TOKEN_PRESENTED);
 	PG_RETURN_VOID();
 }
 
@@ -431,6 +633,6 @@ zk_fence_1_3(PG_FUNCTION_ARGS)
 	int64		token;
 
 	zkl_fence_args(fcinfo, &resource, &token);
-	zkl_fence(ZKL_FENCE_ROLE, resource, token, GetUserId(), ZKL_TOKEN_GIVEN);
+	zkl_fence(ZKL_FENCE_ROLE, resource, token, GetUserId(), ZKL_TOKEN_PRESENTED);
 	PG_RETURN_VOID();
 }

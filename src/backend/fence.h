@@ -20,7 +20,13 @@
  */
 typedef enum zkl_fence_token
 {
-	ZKL_TOKEN_GIVEN,			/* the caller's, or the row's as written */
+	ZKL_TOKEN_PRESENTED,		/* given to zk_fence or zk_fence_table: the
+								 * caller claims to hold the lock with it
+								 * (zklock 1.5) */
+	ZKL_TOKEN_GIVEN,			/* the row's as written, or the writer's own
+								 * (zkl_writer_token): accepted when the
+								 * session holds the lock with it or its
+								 * transaction presented it */
 	ZKL_TOKEN_UNCHANGED,		/* the row's, left as it was, and no lock is
 								 * held: refused, or for a caller that may
 								 * write the table, fenced as it is */
@@ -48,5 +54,6 @@ typedef enum zkl_fence_kind
 
 extern void zkl_fence(zkl_fence_kind kind, text *resource, int64 token, Oid key,
 					  zkl_fence_token how);
+extern bool zkl_writer_token(text *resource, int64 *token);
 
 #endif							/* ZKLOCK_FENCE_H */

@@ -19,6 +19,7 @@
 #include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
@@ -68,15 +69,63 @@ zkl_set_row_token(HeapTuple tuple, Relation rel, int attnum, Oid type, int64 tok
 	return heap_modify_tuple_by_cols(tuple, RelationGetDescr(rel), 1, &attnum, &value, &isnull);
 }
 
-/* The table whose fence a row of rel is fenced in: a partition's root. */
+/*
+ * The table whose fence a row of table relid is fenced in (zklock 1.5): the
+ * root of its tree, a partition's partitioned root or an inheritance
+ * child's topmost parent, so that a tree has one fence whichever member
+ * the row is in.  A table that inherits from two tables has no one root:
+ * it is refused, as is a table that is gone.
+ */
+static Oid
+zkl_fence_root(Oid relid)
+{
+	for (;;)
+	{
+		Relation	inherits;
+		ScanKeyData key;
+		SysScanDesc scan;
+		HeapTuple	tuple;
+		Oid			parent = InvalidOid;
+		int			parents = 0;
+
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("relation with OID %u does not exist", relid)));
+		if (get_rel_relispartition(relid))
+			return llast_oid(get_partition_ancestors(relid));
+
+		inherits = table_open(InheritsRelationId, AccessShareLock);
+		ScanKeyInit(&key, Anum_pg_inherits_inhrelid, BTEqualStrategyNumber,
+					F_OIDEQ, ObjectIdGetDatum(relid));
+		scan = systable_beginscan(inherits, InheritsRelidSeqnoIndexId, true,
+								  NULL, 1, &key);
+		while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+		{
+			parent = ((Form_pg_inherits) GETSTRUCT(tuple))->inhparent;
+			parents++;
+		}
+		systable_endscan(scan);
+		table_close(inherits, AccessShareLock);
+
+		if (parents == 0)
+			return relid;
+		if (parents > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot fence table \"%s\": it inherits from %d tables",
+							get_rel_name(relid), parents),
+					 errdetail("The rows of an inheritance tree are fenced in the fence of its topmost table, and a table with several parents has no one such table."),
+					 errhint("Fence a table that inherits from one table at most.")));
+		relid = parent;
+	}
+}
+
+/* The table whose fence a row of rel is fenced in. */
 static Oid
 zkl_fenced_table(Relation rel)
 {
-	Oid			relid = RelationGetRelid(rel);
-
-	if (rel->rd_rel->relispartition)
-		relid = llast_oid(get_partition_ancestors(relid));
-	return relid;
+	return zkl_fence_root(RelationGetRelid(rel));
 }
 
 /* zk_fence_trigger is called as a trigger, fired as it must be. */
@@ -128,15 +177,36 @@ zkl_token_column(Trigger *trigger, Relation rel, Oid *type)
 	return attnum;
 }
 
+/* The token in column attnum (of base type type) of tuple; false if NULL. */
+static bool
+zkl_row_token(HeapTuple tuple, TupleDesc tupdesc, int attnum, Oid type, int64 *token)
+{
+	bool		isnull;
+	Datum		value = heap_getattr(tuple, attnum, tupdesc, &isnull);
+
+	if (isnull)
+		return false;
+	if (type == INT8OID)
+		*token = DatumGetInt64(value);
+	else if (type == INT4OID)
+		*token = DatumGetInt32(value);
+	else
+		*token = DatumGetInt16(value);
+	return true;
+}
+
 /*
  * BEFORE INSERT OR UPDATE ... FOR EACH ROW
  * EXECUTE FUNCTION zk_fence_trigger('resource', 'token_column'):
- * fences each new row version with the token in its column.  From 1.4, an
- * UPDATE that does not set the token column (tg_updatedcols: UPDATE's SET
- * list, ON CONFLICT's, MERGE's update actions) is fenced with the session's
- * own token for the lock of the resource, which it writes in the column,
- * and refused when the session holds no such lock: the row's old token is
- * whoever wrote last, not this writer.
+ * fences each new row version with the token in its column.  An UPDATE
+ * whose new row carries the old row's token (zklock 1.5: decided from the
+ * rows, not from the statement, so that MERGE, ON CONFLICT, rules and
+ * other triggers get one answer; before, from tg_updatedcols) has no
+ * token of its own: the row's is whoever wrote last.  It is fenced with
+ * the writer's own token (zkl_writer_token: its hold's, or the one its
+ * transaction presented), which it writes in the column, and refused when
+ * the writer has none.  The ORM that reloads a row and saves every column
+ * is such an update.
  */
 static Datum
 zkl_fence_row(FunctionCallInfo fcinfo, zkl_fence_kind kind)
@@ -149,9 +219,10 @@ zkl_fence_row(FunctionCallInfo fcinfo, zkl_fence_kind kind)
 	const char *column;
 	int			attnum;
 	Oid			type;
-	Datum		value;
-	bool		isnull;
 	int64		token;
+	int64		old_token;
+	Oid			fenced;
+	text	   *resource;
 	zkl_fence_token how = ZKL_TOKEN_GIVEN;
 
 	zkl_check_trigger_call(fcinfo);
@@ -173,44 +244,41 @@ zkl_fence_row(FunctionCallInfo fcinfo, zkl_fence_kind kind)
 	column = trigger->tgargs[1];
 	tupdesc = RelationGetDescr(rel);
 	attnum = zkl_token_column(trigger, rel, &type);
+	resource = cstring_to_text(trigger->tgargs[0]);
 
-	/* An update that leaves the token alone: the session's own token. */
-	if (kind == ZKL_FENCE_TABLE && TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) &&
-		!bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, trigdata->tg_updatedcols))
-	{
-		text	   *resource = cstring_to_text(trigger->tgargs[0]);
-		int64		held;
+	/*
+	 * A tree's rows are fenced in its root's fence (the trigger of a
+	 * partitioned table fires on the partition the row goes to, an
+	 * inheritance child's trigger on the child).
+	 */
+	fenced = kind == ZKL_FENCE_TABLE ? zkl_fenced_table(rel) : RelationGetRelid(rel);
 
-		if (zkl_held_token(resource, &held))
-		{
-			newtuple = zkl_set_row_token(newtuple, rel, attnum, type, held);
-			zkl_fence(kind, resource, held, zkl_fenced_table(rel), ZKL_TOKEN_GIVEN);
-			return PointerGetDatum(newtuple);
-		}
-		how = ZKL_TOKEN_UNCHANGED;
-	}
-
-	value = heap_getattr(newtuple, attnum, tupdesc, &isnull);
-	if (isnull)
+	if (!zkl_row_token(newtuple, tupdesc, attnum, type, &token))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("null fencing token in column \"%s\" of relation \"%s\"",
 						column, RelationGetRelationName(rel)),
 				 errdetail("Trigger \"%s\" refuses a row without a fencing token.",
 						   trigger->tgname)));
-	if (type == INT8OID)
-		token = DatumGetInt64(value);
-	else if (type == INT4OID)
-		token = DatumGetInt32(value);
-	else
-		token = DatumGetInt16(value);
 
-	/*
-	 * A partition's rows are fenced with its whole tree's (the trigger of a
-	 * partitioned table fires on the partition the row goes to).
-	 */
-	zkl_fence(kind, cstring_to_text(trigger->tgargs[0]), token,
-			  kind == ZKL_FENCE_TABLE ? zkl_fenced_table(rel) : RelationGetRelid(rel), how);
+	/* An update that leaves the token as it was: the writer's own token. */
+	if (kind == ZKL_FENCE_TABLE && TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) &&
+		zkl_row_token(trigdata->tg_trigtuple, tupdesc, attnum, type, &old_token) &&
+		old_token == token)
+	{
+		int64		writer;
+
+		if (zkl_writer_token(resource, &writer))
+		{
+			if (writer != token)
+				newtuple = zkl_set_row_token(newtuple, rel, attnum, type, writer);
+			zkl_fence(kind, resource, writer, fenced, ZKL_TOKEN_GIVEN);
+			return PointerGetDatum(newtuple);
+		}
+		how = ZKL_TOKEN_UNCHANGED;
+	}
+
+	zkl_fence(kind, resource, token, fenced, how);
 
 	return PointerGetDatum(newtuple);
 }
@@ -269,7 +337,7 @@ zk_fence_delete_trigger(PG_FUNCTION_ARGS)
 						trigger->tgnargs)));
 
 	resource = cstring_to_text(trigger->tgargs[0]);
-	if (zkl_held_token(resource, &held))
+	if (zkl_writer_token(resource, &held))
 		zkl_fence(ZKL_FENCE_TABLE, resource, held, zkl_fenced_table(rel), ZKL_TOKEN_GIVEN);
 	else
 		zkl_fence(ZKL_FENCE_TABLE, resource, 0, zkl_fenced_table(rel), ZKL_TOKEN_NONE);
@@ -278,15 +346,19 @@ zk_fence_delete_trigger(PG_FUNCTION_ARGS)
 
 /*
  * zk_fence_table(fenced_table, resource, token) from 1.4: fences the
- * table's own fence of resource (the one its triggers keep) as the trigger
- * would a row with token, or, for a NULL token, with the session's own
- * token for lock resource, refused (ZK004) when it holds no such lock
- * unless it may write the fencing table; returns the token fenced with.  A
- * transaction that calls it before its row writes takes the fence's row
- * first, so that two transactions of one holder wait for each other there
- * rather than deadlock over rows each locked before its trigger reached the
- * fence.  Only a writer of the table (INSERT, UPDATE or DELETE on it) may
- * reach its fence.
+ * table's own fence of resource (the one its triggers keep: its tree's
+ * root's) as the trigger would a row with token, or, for a NULL token,
+ * with the writer's own token for lock resource (its hold's, or one its
+ * transaction presented), refused (ZK004) when it has none unless it may
+ * write the fencing table; returns the token fenced with.  A token given
+ * is presented (zklock 1.5): the transaction's claim to hold the lock with
+ * it, which lets the rows it then writes carry it.  A transaction that
+ * calls it before its row writes takes the fence's row first, so that two
+ * transactions of one holder wait for each other there rather than
+ * deadlock over rows each locked before its trigger reached the fence.
+ * Only a writer of the table whose fence it is (INSERT, UPDATE or DELETE
+ * on the root: from 1.5, not on the member named) may reach the fence: a
+ * writer of one partition could otherwise hold the whole tree's fence row.
  */
 Datum
 zk_fence_table(PG_FUNCTION_ARGS)
@@ -294,7 +366,6 @@ zk_fence_table(PG_FUNCTION_ARGS)
 	Oid			relid;
 	text	   *resource;
 	int64		token;
-	Relation	rel;
 	Oid			fenced;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
@@ -303,17 +374,27 @@ zk_fence_table(PG_FUNCTION_ARGS)
 				 errmsg("fenced table and resource must not be null")));
 	relid = PG_GETARG_OID(0);
 	resource = PG_GETARG_TEXT_PP(1);
-	if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT | ACL_UPDATE | ACL_DELETE) != ACLCHECK_OK)
+	fenced = zkl_fence_root(relid);
+	if (pg_class_aclcheck(fenced, GetUserId(), ACL_INSERT | ACL_UPDATE | ACL_DELETE) != ACLCHECK_OK)
+	{
+		if (fenced != relid)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to fence table \"%s\"", get_rel_name(relid)),
+					 errdetail("The fence of \"%s\" is the fence of its whole tree, \"%s\"'s, reached only by the roles that may insert, update or delete rows of \"%s\".",
+							   get_rel_name(relid), get_rel_name(fenced), get_rel_name(fenced))));
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to fence table \"%s\"", get_rel_name(relid)),
 				 errdetail("A table's fence is reached only by the roles that may insert, update or delete its rows.")));
-	rel = table_open(relid, AccessShareLock);
-	fenced = zkl_fenced_table(rel);
-	table_close(rel, AccessShareLock);
+	}
 	if (!PG_ARGISNULL(2))
+	{
 		token = PG_GETARG_INT64(2);
-	else if (!zkl_held_token(resource, &token))
+		zkl_fence(ZKL_FENCE_TABLE, resource, token, fenced, ZKL_TOKEN_PRESENTED);
+		PG_RETURN_INT64(token);
+	}
+	if (!zkl_writer_token(resource, &token))
 	{
 		zkl_fence(ZKL_FENCE_TABLE, resource, 0, fenced, ZKL_TOKEN_NONE);
 		PG_RETURN_NULL();

@@ -82,7 +82,8 @@ is($a->safe_psql('postgres', "SELECT token FROM zk_fence_table_tokens WHERE reso
 $s2->query_safe("SELECT zk_lock_release('docs')");
 
 # (4) Fence first.  One holder writes through two connections, the second
-# with the holder's token in the row (ZooKeeper confirms it), rows 10 and
+# with the holder's token in the row (presented by its transaction, and
+# ZooKeeper confirms it), rows 10 and
 # 11 in opposite orders.  Without fencing first each connection locks its
 # row before its trigger reaches the fence's row: PostgreSQL finds a
 # deadlock.  With zk_fence_table first, the second connection waits at the
@@ -100,7 +101,11 @@ $s2->query_safe("SELECT zk_lock_release('docs')");
 	$other->{pid} = $other->query_safe('SELECT pg_backend_pid()');
 	for my $first (0, 1)
 	{
-		my $pre = $first ? "SELECT zk_fence_table('docs', 'docs', $th);\n" : '';
+		# The second connection presents the holder's token either way
+		# (issue 43): fenced first, with zk_fence_table, which takes the
+		# table's fence; unfenced, with zk_fence, which takes only the
+		# role's own fence.
+		my $pre = $first ? "SELECT zk_fence_table('docs', 'docs', $th);\n" : "SELECT zk_fence('docs', $th);\n";
 		$h->query_safe('BEGIN');
 		$h->query_safe("SELECT zk_fence_table('docs', 'docs')") if $first;
 		is(bg_sqlstate($h, "UPDATE docs SET body = 'h', token = $th WHERE id = 10"), 'ok',

@@ -6,8 +6,9 @@
 # holds that advice to its word.
 #  H holds lock docs and writes rows 1 and 2 with its token.  C, a second
 #  connection of the same role without a lock, with
-#  idle_in_transaction_session_timeout = 3s, opens a transaction, updates
-#  row 1 with H's token (proven through ZooKeeper while H holds the lock)
+#  idle_in_transaction_session_timeout = 3s, opens a transaction, presents
+#  H's token with zk_fence_table and updates row 1 with it (proven through
+#  ZooKeeper while H holds the lock)
 #  and stays idle.  H's node is deleted, as an expiry would, and a new
 #  holder N takes the lock.  N's zk_fence_table and its fenced update of
 #  row 2 must answer within statement_timeout 20 s (57014 otherwise).
@@ -35,8 +36,10 @@ is(bg_sqlstate($h, "INSERT INTO docs VALUES (1, 'h', $th), (2, 'h', $th)"), 'ok'
 my $c = docs_writer($a);
 $c->query_safe("SET idle_in_transaction_session_timeout = '3s'");
 $c->query_safe('BEGIN');
+is(bg_sqlstate($c, "SELECT zk_fence_table('docs', 'docs', $th)"), 'ok',
+	"C, H's second connection, presents H's token in its transaction (issue 43: a row's token alone is no claim)");
 is(bg_sqlstate($c, "UPDATE docs SET body = 'c', token = $th WHERE id = 1"), 'ok',
-	"C, H's second connection, updates row 1 with H's token in its transaction");
+	"... and updates row 1 with it");
 
 ok(zk_delete($zk, held_znode($a, $h_pid, 'docs')), "H's node is deleted (as an expiry would) while C is idle in its transaction");
 ok(wait_until(sub { lock_state($a, $h_pid, 'docs') eq 'lost' }, 15, 'H to turn lost'), "zk_locks shows H's hold lost");

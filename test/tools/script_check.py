@@ -177,7 +177,9 @@ def check(path, text, own):
         elif kind == "ident":
             if low in LOOKUP_KEYWORDS:
                 breaches.append("%s: %s looks up operator %s by name" % (where, value.upper(), LOOKUP_KEYWORDS[low]))
-            elif low == "in" and at(i + 1)[1] == "(":
+            elif low == "in" and at(i + 1)[1] == "(" and word(i - 1) != "tag":
+                # (CREATE EVENT TRIGGER ... WHEN TAG IN (...) is a list of
+                # command tags, no operator)
                 breaches.append("%s: IN (...) looks up = by name (write OPERATOR(pg_catalog.=) ANY ...)" % where)
             elif low == "is" and (word(i + 1) == "distinct" or (word(i + 1) == "not" and word(i + 2) == "distinct")):
                 breaches.append("%s: IS DISTINCT FROM looks up = by name" % where)
@@ -187,6 +189,8 @@ def check(path, text, own):
                 qualified_next = False
                 if low in own or low in ALLOWED or low in TYPMOD_TYPES:
                     pass
+                elif low == "in" and word(i - 1) == "tag":
+                    pass    # WHEN TAG IN (...) of CREATE EVENT TRIGGER: command tags
                 elif word(i - 1) in ("function", "procedure", "aggregate", "table", "view", "into", "type"):
                     pass    # the name of an object being created, altered or filled
                 else:
