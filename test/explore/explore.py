@@ -63,8 +63,11 @@ FEATURES = {
 ENABLED_IN_CI = ["core"]
 
 ALLOWED_CLASSES_FORBIDDEN = ("XX",)
-CRASH_RE = re.compile(r"PANIC|TRAP:|terminated by signal|exited with exit code [1-9]|"
-					  r"server process .* was terminated|database system was interrupted")
+# A crash: a signal, a PANIC, an assertion; or the worker ending on an ERROR
+# or FATAL of its own (its exit code 1 alone is its ordinary restart).
+CRASH_RE = re.compile(r"PANIC|TRAP:|terminated by signal|was terminated by|database system was interrupted")
+PID_RE = re.compile(r"^\S+ \S+ \S+ \[(\d+)\]")
+WORKER_RE = re.compile(r"zklock (connecting to|reattaching to|connected to) ZooKeeper|\(PID (\d+)\) exited with exit code")
 
 SESSIONS = [("s0", "a"), ("s1", "a"), ("s2", "b")]
 NLOCKS = 2
@@ -295,7 +298,8 @@ class Xact:
 	def __init__(self, tag):
 		self.tag = tag
 		self.writes = []			# (depth, returned_at, [holds], kind)
-		self.fenced = []			# (depth, held_fence_lock)
+		self.fenced = []			# (depth, held_fence_lock, kind)
+		self.overtaken = []			# (lock, holder, visible at the grant or None)
 		self.failed = False
 		self.sps = []
 
@@ -381,6 +385,7 @@ class Explorer:
 		self.kzwaiting = []
 		self.sess = []
 		self.cut_clusters = set()
+		self.cancelled = set()
 		self.tagn = 0
 		self.fence_tables = {}
 		if "fence" in self.features:
@@ -435,6 +440,8 @@ class Explorer:
 		self.kzholds = {}
 		for c in list(self.cut_clusters):
 			self.heal(c)
+		for c in self.cancelled:
+			self.restart_worker(c)
 		# Q: every slot back and no node left, within a generous bound.
 		deadline = now() + 30
 		while True:
@@ -483,9 +490,18 @@ class Explorer:
 
 	def check_logs(self):
 		for c in ("a", "b"):
-			for line in self.env.new_log_lines(c):
+			lines = self.env.new_log_lines(c)
+			workers = set()
+			for line in lines:
+				m = WORKER_RE.search(line)
+				if m:
+					workers.add(m.group(2) or (PID_RE.match(line) or [None, None])[1])
+			for line in lines:
 				if CRASH_RE.search(line):
 					raise Violation(f"E: crash line in cluster {c}'s log: {line}")
+				m = PID_RE.match(line)
+				if m and m.group(1) in workers and re.search(r" (ERROR|FATAL|PANIC): ", line):
+					raise Violation(f"E: the zklock worker of cluster {c} ended on an error: {line}")
 		self.stats["checks"] += 1
 
 	# ---- statements
@@ -497,11 +513,13 @@ class Explorer:
 			self.finish_pending(s, 40)
 		self.note(s.name + "@" + s.cluster, sql)
 		self.stats["statements"] += 1
+		self.last_sent = now()
 		st = Stmt(s.conn, sql)
 		if not st.done.wait(wait):
 			s.pending = (st, kind, extra)
 			self.note(s.name + "@" + s.cluster, "-- (still running; the program goes on)")
 			return None
+		self.note(s.name + "@" + s.cluster, "--   " + describe(st))
 		return st
 
 	def poll_pending(self):
@@ -544,7 +562,7 @@ class Explorer:
 		if h in s.holds:
 			s.holds.remove(h)
 		if user and h.released_at is None:
-			h.released_at = now()
+			h.released_at = getattr(self, "last_sent", now())
 
 	# ---- transactions
 
@@ -602,19 +620,60 @@ class Explorer:
 				if h.lost_at is not None and h.lost_at < sent and (h.released_at is None or h.lost_at < h.released_at):
 					raise Violation(f"O2: {what} of {s.name} succeeded although its lock {h.lock} ({h.scope}, "
 									f"{h.mode}) was lost before it; the write ({kind}) committed")
-				if h.released_at is not None and h.released_at < sent:
-					continue
-				# V: nobody else granted the lock between the write and the end of the commit.
-				for g, holder, mode in self.grants.get(h.lock, []):
-					if holder != s.name and w_at < g < returned and (h.mode == "exclusive" or mode == "exclusive"):
-						raise Violation(f"V: {holder} was granted {h.lock} ({mode}) while {s.name}'s transaction, which "
-										f"wrote under it ({h.mode}), was not yet committed; {what} then succeeded")
-		for depth, held in x.fenced:
+		for L, holder, vis, _ in x.overtaken:
+			if vis is None:
+				raise Violation(f"V({L[-2:]}): {holder} held {L} while {s.name}'s transaction, which wrote under it, "
+								f"had not begun to commit; {what} then succeeded")
+			if not vis:
+				raise Violation(f"V-commit: {holder} was granted {L} while {s.name}'s {what} was running, before its "
+								f"rows were visible; the {what} then succeeded")
+		for depth, held, kind in x.fenced:
 			if not held:
-				raise Violation(f"F: {s.name} committed a fenced write without holding the fence's lock")
+				raise Violation(f"F({kind}): {s.name} committed a fenced write ({kind}) without holding the fence's lock")
 		self.stats["checks"] += 1
 
 	# ---- locks
+
+	def conflicts(self, a, b):
+		return a == "exclusive" or b == "exclusive"
+
+	def protected(self, s, L, mode):
+		"""The depth of the outermost write of s's transaction made under
+		L, still held, in a mode that conflicts with mode; None if none."""
+		if s.xact is None:
+			return None
+		d = None
+		for depth, w_at, holds, kind in s.xact.writes:
+			for h in holds:
+				if h.lock == L and h.released_at is None and self.conflicts(h.mode, mode):
+					d = depth if d is None else min(d, depth)
+		return d
+
+	def granted(self, s_name, L, mode, hold):
+		"""V: another holder granted L (zklock in any session, kazoo): each
+		transaction that wrote under L and still holds it must not commit;
+		one whose COMMIT is running must have committed already."""
+		self.grants[L].append((now(), s_name, mode))
+		for t in self.sess:
+			d = None if t.name == s_name else self.protected(t, L, mode)
+			if d is None:
+				continue
+			pend = t.pending and t.pending[1] == "commit"
+			vis = (self.visible(t.xact.tag) > 0) if pend else None
+			t.xact.overtaken.append((L, s_name, vis, d))
+		self.stats["checks"] += 1
+
+	def current_holders(self, L, me):
+		out = []
+		for t in self.sess:
+			if t.name == me:
+				continue
+			for h in t.holds:
+				if h.lock == L and h.released_at is None and h.lost_at is None and not h.limited:
+					out.append((t.name, h.mode))
+		if L in self.kzholds:
+			out.append(("kazoo", "exclusive"))
+		return out
 
 	def after_acquire(self, s, st, lock, mode, scope, depth, fn):
 		if st.error is not None:
@@ -626,7 +685,7 @@ class Explorer:
 		h = Hold(s.name, lock, mode, scope, depth, s.limited)
 		h.acquired_at = st.returned_at
 		s.holds.append(h)
-		self.grants[lock].append((st.returned_at, s.name, mode))
+		self.granted(s.name, lock, mode, h)
 		# X: never granted while the foreign client holds it.
 		if lock in self.kzholds:
 			raise Violation(f"X: {s.name} was granted {lock} ({mode}, {fn}) while the kazoo client holds it "
@@ -679,7 +738,14 @@ class Explorer:
 					  f"'{','.join(sorted(set(h.lock for h in s.holds)))}', '{s.name}')")
 		if st.error is None:
 			s.xact.writes.append((self.depth(s), st.returned_at, list(s.holds), kind))
+			self.overtaken_at_write(s)
 		self.after_error(s, st)
+
+	def overtaken_at_write(self, s):
+		for h in s.holds:
+			for name, mode in self.current_holders(h.lock, s.name):
+				if self.conflicts(h.mode, mode):
+					s.xact.overtaken.append((h.lock, name, None, self.depth(s)))
 
 	def fenced_write(self, s, kind):
 		if s.cluster not in self.fence_tables or not self.ensure_xact(s):
@@ -700,8 +766,9 @@ class Explorer:
 		held = any(h.lock == L and h.mode == "exclusive" and h.lost_at is None and not h.limited for h in s.holds)
 		st = self.run(s, sql)
 		if st.error is None and st.status not in ("UPDATE 0", "MERGE 0", "INSERT 0 0"):
-			s.xact.fenced.append((self.depth(s), held))
+			s.xact.fenced.append((self.depth(s), held, kind))
 			s.xact.writes.append((self.depth(s), st.returned_at, list(s.holds), "fenced " + kind))
+			self.overtaken_at_write(s)
 		self.after_error(s, st)
 
 	# ---- savepoints
@@ -726,6 +793,7 @@ class Explorer:
 		s.xact.failed = False
 		s.xact.writes = [w for w in s.xact.writes if w[0] <= i]
 		s.xact.fenced = [w for w in s.xact.fenced if w[0] <= i]
+		s.xact.overtaken = [o for o in s.xact.overtaken if o[3] <= i]
 		for h in list(s.holds):
 			if h.scope == "xact" and h.depth > i:
 				self.drop_hold(s, h)
@@ -742,6 +810,7 @@ class Explorer:
 			d = len(s.xact.sps)
 			s.xact.writes = [(min(w[0], d),) + w[1:] for w in s.xact.writes]
 			s.xact.fenced = [(min(w[0], d),) + w[1:] for w in s.xact.fenced]
+			s.xact.overtaken = [o[:3] + (min(o[3], d),) for o in s.xact.overtaken]
 			for h in s.holds:
 				h.depth = min(h.depth, d)
 		self.after_error(s, st)
@@ -755,14 +824,16 @@ class Explorer:
 
 	# ---- cursors (feature "cursor")
 
-	def declare(self, s, lock):
+	def declare(self, s, lock, div_first=False):
 		if not self.ensure_xact(s):
 			return
 		s.ncur += 1
 		name = f"c{s.ncur}"
 		L = self.locks[lock]
-		st = self.run(s, f"DECLARE {name} CURSOR FOR SELECT zk_lock_acquire_xact('{L}', '2s') AS t, 1 / (2 - i) AS q "
-						 f"FROM generate_series(1, 3) i")
+		cols = [f"zk_lock_acquire_xact('{L}', '2s') AS t", "1 / (2 - i) AS q"]
+		if div_first:
+			cols.reverse()
+		st = self.run(s, f"DECLARE {name} CURSOR FOR SELECT {', '.join(cols)} FROM generate_series(1, 3) i")
 		if st.error is None:
 			if not hasattr(s.xact, "cursors"):
 				s.xact.cursors = []
@@ -781,12 +852,25 @@ class Explorer:
 			h = Hold(s.name, cur[2], "exclusive", "xact", self.depth(s), s.limited)
 			h.acquired_at = st.returned_at
 			s.holds.append(h)
-			self.grants[cur[2]].append((st.returned_at, s.name, "exclusive"))
+			self.granted(s.name, cur[2], "exclusive", h)
 			if cur[2] in self.kzholds:
 				raise Violation(f"X: {s.name} was granted {cur[2]} by a cursor while the kazoo client holds it")
 		if st.error is None:
 			cur[3] += 1
 		self.after_error(s, st)
+
+	def open_cursor(self, s, lock, div_first=False):
+		"""DECLARE, then FETCH the first row (which takes the lock)."""
+		self.declare(s, lock, div_first)
+		self.fetch(s)
+
+	def fetch_in_savepoint(self, s):
+		"""SAVEPOINT, FETCH (the second row divides by zero), ROLLBACK TO."""
+		if s.xact is None or s.xact.failed or not getattr(s.xact, "cursors", None):
+			return
+		self.savepoint(s)
+		self.fetch(s)
+		self.rollback_to(s)
 
 	# ---- two-phase commit (feature "prepare")
 
@@ -850,7 +934,7 @@ class Explorer:
 		lowest = min(int(k[-10:]) for k in kids if k[-10:].isdigit())
 		if seq == lowest:
 			self.kzholds[L] = (node, now())
-			self.grants[L].append((now(), "kazoo", "exclusive"))
+			self.granted("kazoo", L, "exclusive", None)
 			self.note("kazoo", f"holds {L}")
 		else:
 			self.kz_delete(node)
@@ -940,7 +1024,24 @@ class Explorer:
 		self.note("nemesis", f"SELECT pg_cancel_backend(<zklock worker of cluster {c}>)")
 		self.stats["faults"] += 1
 		self.sql_admin(c, f"SELECT pg_cancel_backend({rows[0][0]})")
-		time.sleep(1.0)
+		self.cancelled.add(c)
+		time.sleep(0.5)
+
+	def restart_worker(self, c):
+		"""A cancel the worker has not acted on yet would end it in a later
+		program: terminate it (its ordinary restart, which logs) so that what
+		the cancel does shows in this one, and wait for the next worker."""
+		q = "SELECT pid FROM pg_stat_activity WHERE backend_type = 'zklock worker'"
+		rows = self.sql_admin(c, q)
+		old = rows[0][0] if rows else None
+		if old:
+			self.sql_admin(c, f"SELECT pg_terminate_backend({old})")
+		deadline = now() + 30
+		while now() < deadline:
+			rows = self.sql_admin(c, q)
+			if rows and rows[0][0] != old and self.sql_admin(c, "SELECT state FROM zk_status()")[0][0] == "connected":
+				return
+			time.sleep(0.2)
 
 	def hold_limit(self, s):
 		if s.limited or (s.xact and s.xact.failed):
@@ -994,7 +1095,7 @@ class Explorer:
 		if st.rows[0][1]:
 			h = Hold(s.name, L, "exclusive", "session", self.depth(s), s.limited)
 			s.holds.append(h)
-			self.grants[L].append((st.returned_at, s.name, "exclusive"))
+			self.granted(s.name, L, "exclusive", h)
 		elif alone and st.rows[0][0]:
 			raise Violation(f"T: {s.name} released {L} and tried it again in one statement: false, "
 							f"with nobody else holding or waiting for it")
@@ -1065,11 +1166,17 @@ class Explorer:
 	def op_release_sp(self, s):
 		self.release_sp(s)
 
-	def op_declare(self, s, lock):
-		self.declare(s, lock)
+	def op_declare(self, s, lock, div_first=False):
+		self.declare(s, lock, div_first)
 
 	def op_fetch(self, s):
 		self.fetch(s)
+
+	def op_open_cursor(self, s, lock, div_first=False):
+		self.open_cursor(s, lock, div_first)
+
+	def op_fetch_in_savepoint(self, s):
+		self.fetch_in_savepoint(s)
 
 	def op_prepare(self, s):
 		self.prepare(s)
@@ -1150,7 +1257,8 @@ def strategies(features):
 		st.tuples(st.just("pause")),
 	]
 	if "cursor" in features:
-		steps += [st.tuples(st.just("declare"), S, K), st.tuples(st.just("fetch"), S), st.tuples(st.just("fetch"), S)]
+		steps += [st.tuples(st.just("declare"), S, K, st.booleans()), st.tuples(st.just("fetch"), S),
+				  st.tuples(st.just("open_cursor"), S, K, st.booleans()), st.tuples(st.just("fetch_in_savepoint"), S)]
 	if "fdw" in features:
 		steps += [st.tuples(st.just("write"), S, st.just("fdw"))]
 	if "prepare" in features:
@@ -1235,7 +1343,7 @@ def main():
 				program = json.loads(re.search(r"^-- program: (.*)$", f.read(), re.M).group(1))
 			try:
 				ex.run_program(program)
-				print("replay: no violation")
+				print(f"replay: no violation\n{ex.format_script()}")
 				ok = True
 			except Violation as v:
 				print(f"replay: {v}\n{ex.format_script()}")
@@ -1272,6 +1380,7 @@ def explore(ex, features, seed, args, out):
 	end_explore = start + args.seconds
 	found = []
 	state = {"best": None, "shrink_end": None, "fail_at": None}
+	known = set()	# with --keep-going: the kinds already found pass
 
 	def attempt(program):
 		if state["shrink_end"] is not None and now() > state["shrink_end"]:
@@ -1281,6 +1390,8 @@ def explore(ex, features, seed, args, out):
 		try:
 			ex.run_program(program)
 		except Violation as v:
+			if str(v).split(":")[0] in known:
+				return
 			script = ex.format_script()
 			best = state["best"]
 			if best is None or len(program) < len(best[0]) or (len(program) == len(best[0]) and len(script) < len(best[2])):
@@ -1308,6 +1419,7 @@ def explore(ex, features, seed, args, out):
 			state["best"] = remove_steps(ex, state["best"], now() + (args.shrink_seconds if args.shrink_seconds is not None else 600) / 2)
 			program, v, script = state["best"]
 			found.append(state["best"])
+			known.add(v.split(":")[0])
 			report(ex, program, v, script, seed, batch, args, out, state["fail_at"] - start)
 			if not args.keep_going:
 				break
