@@ -442,8 +442,9 @@ class Explorer:
 			self.heal(c)
 		for c in self.cancelled:
 			self.restart_worker(c)
-		# Q: every slot back and no node left, within a generous bound.
-		deadline = now() + 30
+		# Q: every slot back and no node left, within a generous bound (an
+		# expired session's nodes go at its expiry, 4 s after a cut).
+		deadline = now() + 20
 		while True:
 			left = {}
 			for L in self.locks:
@@ -983,12 +984,17 @@ class Explorer:
 		return rows[0][0] if rows else None
 
 	def delete_node(self, si, lock):
-		s = self.sess[si]
-		L = self.locks[lock]
-		hs = [h for h in s.holds if h.lock == L and h.lost_at is None]
-		if not hs or s.pending or s.cluster in self.cut_clusters:
+		# The hold named, else any hold of that session, else any hold: a
+		# fault is worth more than a skipped step.
+		cands = [(self.sess[si], self.locks[lock])] + [(self.sess[si], None)] + [(o, None) for o in self.sess]
+		for s, L in cands:
+			hs = [h for h in s.holds if (L is None or h.lock == L) and h.lost_at is None]
+			if hs and not s.pending and s.cluster not in self.cut_clusters:
+				break
+		else:
 			return
 		h = hs[0]
+		L = h.lock
 		znode = self.znode_of(s, h)
 		if znode is None:
 			return
@@ -1281,7 +1287,7 @@ def strategies(features):
 	# Deleting a held node is the commonest fault: it needs a hold first, so
 	# it is drawn more often than the rest.
 	steps += [st.tuples(st.just("nemesis_delete"), S, K)] * 2
-	return st.lists(st.one_of(*steps), min_size=1, max_size=30)
+	return st.lists(st.one_of(*steps), min_size=4, max_size=30)
 
 
 # ---------------------------------------------------------------- main
