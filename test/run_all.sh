@@ -453,6 +453,27 @@ else
 	fi
 fi
 
+# The explorer (test/explore; `make explore` runs it longer): generated
+# programs across two clusters and a kazoo client, faults between steps,
+# zklock's promises checked after each, for ZKLOCK_EXPLORE_SECONDS (default
+# 180) in all: a fixed seed and a random one, both printed, one TAP test
+# each.  Only the features whose defects are fixed on main are enabled
+# (test/explore/README.md).  Like the soak: with the whole suite or with
+# ZKLOCK_EXPLORE=1, and on 15 only (the same C code on every major).
+say "explore"
+if [ "$PG_MAJOR" != 15 ]; then
+	echo "the explorer runs on PostgreSQL 15 only"
+elif [ -n "${ZKLOCK_TAP:-}" ] && [ "${ZKLOCK_EXPLORE:-0}" != 1 ]; then
+	echo "ZKLOCK_TAP selects TAP tests: the explorer is left out (ZKLOCK_EXPLORE=1 runs it)"
+else
+	rc=0
+	run_logged "$WORK/explore.log" env PG_CONFIG="$PG_CONFIG" EXPLORE_SECONDS="${ZKLOCK_EXPLORE_SECONDS:-180}" \
+		EXPLORE_FOUND="$WORK/explore-found" prove -v --timer --formatter TAP::Formatter::File \
+		--exec "bash $TREE/test/explore/run.sh --tap" "$TREE/test/explore/explore.py" || rc=$?
+	add_counts "$(count_prove "$WORK/explore.log" "$rc")" explore
+	[ "$rc" -eq 0 ] || stage_failed explore
+fi
+
 # Every shape of the benchmark and its chart, at a tiny size, so that none
 # can rot; it asserts no time.  The benchmark's scripts do not depend on the
 # major: on 15 only, like the format and cppcheck.
