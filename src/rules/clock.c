@@ -57,6 +57,18 @@ zkl_proof_holds(int64_t proof_sent, int timeout_ms, int64_t now)
 	return proof_sent != 0 && now < zkl_proof_until(proof_sent, timeout_ms);
 }
 
+int64_t
+zkl_give_up_at(int64_t proof_sent, int timeout_ms)
+{
+	return proof_sent == 0 ? 0 : zkl_after_ms(proof_sent, (int64_t) timeout_ms * 2 / 3);
+}
+
+bool
+zkl_give_up_due(int64_t proof_sent, int timeout_ms, int64_t now)
+{
+	return proof_sent != 0 && now >= zkl_give_up_at(proof_sent, timeout_ms);
+}
+
 bool
 zkl_due(int64_t last, int64_t interval_ms, int64_t now)
 {

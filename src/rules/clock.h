@@ -39,6 +39,15 @@ extern int64_t zkl_ms_left(int64_t deadline, int64_t now);
 extern int64_t zkl_proof_until(int64_t proof_sent, int timeout_ms);
 extern bool zkl_proof_holds(int64_t proof_sent, int timeout_ms, int64_t now);
 
+/*
+ * When the worker gives its session up, holds and all, unless a newer proof
+ * came: two thirds of the timeout after proof_sent, a third before the
+ * earliest moment ZooKeeper may expire the session (doc/failures.md says
+ * what the third left is for); 0 without a proof.
+ */
+extern int64_t zkl_give_up_at(int64_t proof_sent, int timeout_ms);
+extern bool zkl_give_up_due(int64_t proof_sent, int timeout_ms, int64_t now);
+
 /* Whether something done last at last, every interval_ms, is due again. */
 extern bool zkl_due(int64_t last, int64_t interval_ms, int64_t now);
 

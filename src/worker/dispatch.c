@@ -178,6 +178,7 @@ zkl_recipe_init(void)
 	zkl_steps_init();
 	zkl_hooks.mutex_held = zkl_sem_mutex_held;
 	zkl_hooks.lease_path = zkl_lease_path;
+	zkl_hooks.find_lease = zkl_sem_find_lease;
 	zkl_hooks.inspection_free = zkl_inspect_free;
 }
 

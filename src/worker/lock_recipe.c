@@ -556,7 +556,10 @@ zkl_on_recover_children(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 
 	if (!found)
 	{
-		if (!wanted)
+		/* A semaphore's lease may exist without a mutex node. */
+		if (!wanted && zkl_lease_pending(slot))
+			zkl_send_delete(slotno, slot);
+		else if (!wanted)
 			zkl_free_slot(slotno);
 		else
 			zkl_send_create(slotno, slot, false);

@@ -109,6 +109,24 @@ zkl_list_leases(int slotno, zkl_slot *slot, bool watch)
 	pfree(dir);
 }
 
+/*
+ * A slot given up before its grant whose lease may exist unseen (its
+ * create's answer was lost, or a worker restart came between the create
+ * and its answer): sync, then list leases/ for one with our uuid; the
+ * answer (zkl_on_leases, not wanted) deletes it with the mutex node.  An
+ * orphan lease would take a permit from every client, Curator's too, for
+ * as long as the session lives.
+ */
+void
+zkl_sem_find_lease(int slotno, zkl_slot *slot)
+{
+	char	   *dir = zkl_leases_dir(slot);
+
+	zkl_send_sync(slotno, dir);
+	pfree(dir);
+	zkl_list_leases(slotno, slot, false);
+}
+
 /* Enough leases are free: give our mutex up; the grant follows. */
 static void
 zkl_unlock_mutex(int slotno, zkl_slot *slot)

@@ -57,6 +57,13 @@ int64		zkl_next_connect = 0;	/* zkl_now() */
 bool		zkl_closing_previous = false;
 
 /*
+ * The session to close is one this worker gave up (zkl_check_session_proof),
+ * not a crashed incarnation's: the same path closes it, said otherwise.
+ */
+static bool zkl_closing_given_up = false;
+static clientid_t zkl_given_up; /* client_id 0: none to close */
+
+/*
  * Heartbeats prove the session alive to committing backends.  Every time
  * of the loop is zkl_now()'s (clock.h), which no step of the wall clock
  * moves.
@@ -141,9 +148,18 @@ zkl_open_session(void)
 	 * Shared memory is new: a session left by a crashed incarnation is closed
 	 * first.
 	 */
-	if (!reattach && zkl_session_file_load(&cid.client_id, cid.passwd))
+	if (!reattach && zkl_given_up.client_id != 0)
+	{
+		cid = zkl_given_up;
+		zkl_given_up.client_id = 0;
+		zkl_closing_previous = true;
+		zkl_closing_given_up = true;
+		reattach = true;
+	}
+	else if (!reattach && zkl_session_file_load(&cid.client_id, cid.passwd))
 	{
 		zkl_closing_previous = true;
+		zkl_closing_given_up = false;
 		reattach = true;
 	}
 
@@ -178,7 +194,11 @@ zkl_open_session(void)
 	zkl_session_auth = NULL;
 	zkl_give_auth();
 
-	if (zkl_closing_previous)
+	if (zkl_closing_previous && zkl_closing_given_up)
+		ereport(LOG,
+				(errmsg("zklock reattaching to ZooKeeper session 0x%llx, which it gave up, to close it",
+						(unsigned long long) cid.client_id)));
+	else if (zkl_closing_previous)
 		ereport(LOG,
 				(errmsg("zklock reattaching to ZooKeeper session 0x%llx of the previous server incarnation to close it",
 						(unsigned long long) cid.client_id)));
@@ -245,11 +265,13 @@ zkl_finish_closing_previous(int state)
 	const clientid_t *cid = zoo_client_id(zkl_zh);
 
 	ereport(LOG,
-			(errmsg("zklock %s ZooKeeper session 0x%llx of the previous server incarnation",
+			(errmsg("zklock %s ZooKeeper session 0x%llx of %s",
 					state == ZOO_CONNECTED_STATE ? "closed" : "found expired",
-					(unsigned long long) cid->client_id)));
+					(unsigned long long) cid->client_id,
+					zkl_closing_given_up ? "its own that it gave up" : "the previous server incarnation")));
 	zkl_close_session();
 	zkl_closing_previous = false;
+	zkl_closing_given_up = false;
 	zkl_session_file_remove();
 	zkl_backoff_ms = 0;
 	zkl_next_connect = 0;
@@ -291,10 +313,91 @@ zkl_handle_session_event(int state)
 		ereport(LOG,
 				(errmsg("zklock ZooKeeper session 0x%llx ended: %s",
 						(unsigned long long) zkl_shared->session_id, zkl_state_name(state))));
+		zkl_count(session_expiries);
 		zkl_close_session();
 		zkl_session_file_remove();
 		zkl_set_session_state(ZKL_SESSION_EXPIRED);
-		zkl_session_lost();
+		(void) zkl_session_lost("the ZooKeeper session ended");
 		zkl_schedule_reconnect();
 	}
+}
+
+/*
+ * A starting worker (the first, or one restarted after an error, a signal
+ * or a change of zklock.hosts) says in shared memory what it knows from its
+ * first instruction: nothing is connected until its library says so.  A
+ * session recorded by its predecessor is suspended, and keeps the proof its
+ * predecessor had (the heartbeat's times are on one clock for every
+ * process), so that it is given up on time (zkl_check_session_proof) even
+ * if the library never reports a state; without one, the worker is
+ * starting.  Waiting backends are woken: their waits are now bounded by
+ * zklock.connect_timeout.
+ */
+void
+zkl_session_restart(void)
+{
+	bool		known;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	known = zkl_shared->session_id != 0;
+	zkl_heartbeat_state.proof = known ? zkl_shared->proof_sent : 0;
+	zkl_heartbeat_state.sent = zkl_heartbeat_state.proof;
+	LWLockRelease(zkl_shared->lock);
+
+	zkl_set_session_state(known ? ZKL_SESSION_SUSPENDED : ZKL_SESSION_STARTING);
+}
+
+/*
+ * When the session is to be given up by the clock (zkl_give_up_at), or 0:
+ * a time for the loop's sleep.
+ */
+int64
+zkl_session_give_up_at(void)
+{
+	if (zkl_zh == NULL || zkl_closing_previous)
+		return 0;
+	return zkl_give_up_at(zkl_heartbeat_state.proof, zkl_shared->negotiated_timeout);
+}
+
+/*
+ * Give the session up before ZooKeeper can expire it.  No answer has shown
+ * the session alive since a request that left at the proof's time S, and
+ * ZooKeeper may expire it from S + T on (T the negotiated timeout): from
+ * then on another client may be granted any of our locks.  At S + 2T/3 the
+ * worker stops waiting for the session to return, as Curator does at its
+ * LOST state, only earlier: every hold is declared lost (its backend
+ * cancelled or terminated as zklock.on_lock_lost says, the loss logged with
+ * the lock's name and counted as an early loss) and the handle closed.  The
+ * next handle reattaches to the session only to close it, as after a crash
+ * restart (whose session file still names it), so that its nodes go as soon
+ * as ZooKeeper answers (or at its expiry) instead of a timeout after an
+ * ensemble that comes back whole renews it; then a new session starts.
+ * doc/failures.md says what the remaining third of the timeout covers.
+ */
+void
+zkl_check_session_proof(void)
+{
+	int64		now = zkl_now();
+	int64		proof = zkl_heartbeat_state.proof;
+	int			timeout = zkl_shared->negotiated_timeout;
+	int64		session_id = zkl_shared->session_id;
+	int			lost;
+
+	if (zkl_zh == NULL || zkl_closing_previous || !zkl_give_up_due(proof, timeout, now))
+		return;
+
+	ereport(LOG,
+			(errmsg("zklock gives up ZooKeeper session 0x%llx: nothing has proven it alive for %lld ms",
+					(unsigned long long) session_id, (long long) ((now - proof) / 1000)),
+			 errdetail("ZooKeeper may expire the session %d ms after its last proof and give its locks to other clients; they are declared lost now.",
+					   timeout)));
+	zkl_given_up.client_id = session_id;
+	memcpy(zkl_given_up.passwd, zkl_shared->session_passwd, sizeof(zkl_given_up.passwd));
+	zkl_close_session();
+	zkl_set_session_state(ZKL_SESSION_EXPIRED);
+	lost = zkl_session_lost("the ZooKeeper session was given up before ZooKeeper could expire it");
+	pg_atomic_fetch_add_u64(&zkl_shared->counters.early_losses, lost);
+	/* A new session at once: the outage may be over for a new connection. */
+	zkl_backoff_ms = 0;
+	zkl_next_connect = 0;
 }

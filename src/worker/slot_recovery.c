@@ -37,12 +37,15 @@ zkl_used_slots(int *n)
 }
 
 /*
- * The session is gone and every node of ours with it.  Holders lose their
- * locks and are told; waiters queue again in the next session.
+ * The session is gone and every node of ours with it (or the worker gave it
+ * up before ZooKeeper could expire it: cause says which).  Holders lose
+ * their locks and are told; waiters queue again in the next session.
+ * Returns the number of holds lost.
  */
-void
-zkl_session_lost(void)
+int
+zkl_session_lost(const char *cause)
 {
+	int			lost = 0;
 	int			n;
 	int		   *used = zkl_used_slots(&n);
 
@@ -78,14 +81,42 @@ zkl_session_lost(void)
 		LWLockRelease(zkl_shared->lock);
 
 		/* A read's answer or a published wait (inspect) is no lock to lose. */
-		if (state == ZKL_SLOT_HELD && !slot->inspect)
-			zkl_mark_lost(i, "the ZooKeeper session ended");
+		if (state == ZKL_SLOT_HELD && !slot->inspect && zkl_mark_lost(i, cause))
+			lost++;
 		zkl_end_work(work);
 		work->lease_unsure = false;
 		if (free_it)
 			zkl_free_slot(i);
 	}
 	pfree(used);
+	return lost;
+}
+
+/*
+ * A hold its predecessor left: the old worker's watch on the node went with
+ * it, and what a flag promised is done now.
+ */
+static void
+zkl_adopt_hold(zkl_slot *slot, zkl_work *work)
+{
+	work->phase = ZKL_PH_HELD;
+	/* Its grant's time, as far as the wall clock tells. */
+	work->granted_mono = zkl_after_ms(zkl_now(),
+									  -((GetCurrentTimestamp() - slot->granted_at) / 1000));
+
+	/*
+	 * A revocation its predecessor saw under on_revoke = cancel is obeyed
+	 * now, if it was not yet: the flag promised it.
+	 */
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (slot->revoke_requested && slot->on_revoke == ZKL_ON_REVOKE_CANCEL &&
+		slot->wanted && slot->take_reason == ZKL_TAKE_NONE)
+		slot->take_reason = ZKL_TAKE_REVOKED;
+	LWLockRelease(zkl_shared->lock);
+	/* A hold being taken away has its node deleted again. */
+	if (slot->take_reason != ZKL_TAKE_NONE)
+		work->phase = ZKL_PH_DELETING;
+	work->retry = true;
 }
 
 /*
@@ -106,7 +137,7 @@ zkl_adopt_slots(void)
 
 	if (!reattach)
 	{
-		zkl_session_lost();
+		(void) zkl_session_lost("the ZooKeeper session ended");
 		return;
 	}
 
@@ -146,15 +177,7 @@ zkl_adopt_slots(void)
 		switch (state)
 		{
 			case ZKL_SLOT_HELD:
-				/* The old worker's watch on the node went with it. */
-				work->phase = ZKL_PH_HELD;
-				/* Its grant's time, as far as the wall clock tells. */
-				work->granted_mono = zkl_after_ms(zkl_now(),
-												  -((GetCurrentTimestamp() - slot->granted_at) / 1000));
-				/* A hold being taken away has its node deleted again. */
-				if (slot->take_reason != ZKL_TAKE_NONE)
-					work->phase = ZKL_PH_DELETING;
-				work->retry = true;
+				zkl_adopt_hold(slot, work);
 				break;
 			case ZKL_SLOT_WAITING:
 				work->phase = known ? ZKL_PH_LISTING : ZKL_PH_RECOVERING;
@@ -165,6 +188,8 @@ zkl_adopt_slots(void)
 			case ZKL_SLOT_RELEASING:
 			case ZKL_SLOT_BUSY:
 				work->phase = known ? ZKL_PH_DELETING : ZKL_PH_RECOVERING;
+				/* As for a waiter: a lease may exist that it never saw. */
+				work->lease_unsure = zkl_lease_pending(slot);
 				work->retry = true;
 				break;
 			default:

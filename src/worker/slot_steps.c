@@ -269,7 +269,7 @@ zkl_fail_slot(int slotno, int rc)
  * terminated at once; its commit fails in any case.  The log line and the
  * signal are sent after the lock is released.
  */
-void
+bool
 zkl_mark_lost(int slotno, const char *cause)
 {
 	zkl_slot   *slot = &zkl_shared->slots[slotno];
@@ -277,6 +277,7 @@ zkl_mark_lost(int slotno, const char *cause)
 	bool		commit_waiting = false;
 	bool		fence_row = false;
 	int			pid = 0;
+	int			signo = 0;
 	zkl_take_reason reason = ZKL_TAKE_NONE;
 	char		name[ZKL_MAX_NAME_LEN + 1];
 
@@ -295,37 +296,42 @@ zkl_mark_lost(int slotno, const char *cause)
 	}
 	LWLockRelease(zkl_shared->lock);
 	if (!held)
-		return;
+		return false;
+
+	/*
+	 * The signal goes before anything that may fail or be interrupted (the
+	 * log line): the state says LOST, and the action it promises is done with
+	 * it, so that no death of the worker in between leaves a loss untold.
+	 *
+	 * A commit waiting for proof reports the loss itself, as ZK002.  A
+	 * transaction that locked a fence row with this hold's token would keep
+	 * the next holder's fence waiting for as long as it stays open, and
+	 * PostgreSQL ignores a cancel while the backend is idle in it: whatever
+	 * zklock.on_lock_lost says, the backend is terminated (it could never
+	 * commit), as pg_terminate_backend would.  A revocation obeyed by
+	 * zklock.on_revoke = cancel cancels.
+	 */
+	if (commit_waiting)
+		signo = 0;
+	else if (fence_row)
+		signo = SIGTERM;
+	else if (reason == ZKL_TAKE_REVOKED || zkl_on_lock_lost == ZKL_ON_LOST_CANCEL)
+		signo = SIGINT;
+	else if (zkl_on_lock_lost == ZKL_ON_LOST_TERMINATE)
+		signo = SIGTERM;
+	if (signo != 0)
+		kill(pid, signo);
 
 	zkl_count(lost);
 	ConditionVariableBroadcast(&zkl_shared->contact_cv);
 	ereport(LOG,
 			(errmsg("zklock: backend %d lost ZooKeeper lock \"%s\": %s",
 					pid, name, cause)));
-	/* A commit waiting for proof reports the loss itself, as ZK002. */
-	if (commit_waiting)
-		return;
-
-	/*
-	 * A transaction that locked a fence row with this hold's token would keep
-	 * the next holder's fence waiting for as long as it stays open, and
-	 * PostgreSQL ignores a cancel while the backend is idle in it: whatever
-	 * zklock.on_lock_lost says, the backend is terminated (it could never
-	 * commit), as pg_terminate_backend would.
-	 */
-	if (fence_row)
-	{
+	if (signo == SIGTERM && fence_row)
 		ereport(LOG,
 				(errmsg("zklock: terminating backend %d: its transaction holds a fence row of ZooKeeper lock \"%s\", which it lost",
 						pid, name)));
-		kill(pid, SIGTERM);
-		return;
-	}
-	/* A revocation obeyed by zklock.on_revoke = cancel cancels. */
-	if (reason == ZKL_TAKE_REVOKED || zkl_on_lock_lost == ZKL_ON_LOST_CANCEL)
-		kill(pid, SIGINT);
-	else if (zkl_on_lock_lost == ZKL_ON_LOST_TERMINATE)
-		kill(pid, SIGTERM);
+	return true;
 }
 
 /*
@@ -406,15 +412,21 @@ zkl_revocation_asked(int slotno, zkl_slot *slot)
 	if (!first)
 		return;
 
+	/*
+	 * The action first, the log line after: revoke_requested promises it, and
+	 * a worker that died in between would never act (a restarted worker also
+	 * completes a cancel it finds promised: zkl_adopt_slots).
+	 */
+	if (action == ZKL_ON_REVOKE_CANCEL)
+		zkl_take_away(slotno, slot, ZKL_TAKE_REVOKED);
+	else if (action == ZKL_ON_REVOKE_TERMINATE)
+		kill(pid, SIGTERM);
+
 	ereport(LOG,
 			(errmsg("zklock: backend %d was asked to give up ZooKeeper lock \"%s\"", pid, name),
 			 errdetail(action == ZKL_ON_REVOKE_IGNORE ? "zklock.on_revoke is \"ignore\": the backend keeps the lock." :
 					   action == ZKL_ON_REVOKE_CANCEL ? "zklock.on_revoke is \"cancel\": the lock is given up and the backend's statement cancelled." :
 					   "zklock.on_revoke is \"terminate\": the backend is terminated.")));
-	if (action == ZKL_ON_REVOKE_CANCEL)
-		zkl_take_away(slotno, slot, ZKL_TAKE_REVOKED);
-	else if (action == ZKL_ON_REVOKE_TERMINATE)
-		kill(pid, SIGTERM);
 }
 
 /*
@@ -496,24 +508,82 @@ zkl_requeue(int slotno, zkl_slot *slot)
 {
 	zkl_work   *work = &zkl_works[slotno];
 
+	/*
+	 * A semaphore's lease is counted by every mutex holder: kept while this
+	 * request queues for the mutex again, it could keep the holder ahead
+	 * waiting for a permit that only this request's grant would free.  It
+	 * goes; should the delete's answer be lost, the listing under the next
+	 * mutex finds it (lease_unsure).
+	 */
+	if (zkl_lease_pending(slot) && slot->lease[0] != '\0')
+	{
+		char	   *lease = zkl_hooks.lease_path(slot);
+
+		zkl_check_sent(slotno, zoo_adelete(zkl_zh, lease, -1, zkl_void_done,
+										   zkl_ctx(ZKL_EV_IGNORE, slotno)));
+		pfree(lease);
+		work->lease_unsure = true;
+	}
 	zkl_end_work(work);
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	slot->node[0] = '\0';
+	slot->lease[0] = '\0';
 	LWLockRelease(zkl_shared->lock);
 	zkl_mark_pending(slotno);
 }
 
 /*
+ * Whether the slot is a semaphore's request before its grant: its node is
+ * in the mutex's directory (".../locks"), and a lease may be its too.
+ * After the grant the lease is the node.
+ */
+bool
+zkl_lease_pending(const zkl_slot *slot)
+{
+	size_t		len = strlen(slot->dir);
+
+	return slot->permits > 0 && len > 6 && strcmp(slot->dir + len - 6, "/locks") == 0;
+}
+
+/*
  * Delete our node.  A semaphore request given up before its grant has a
- * lease too: it goes first, and the node's answer tells of both.
+ * lease too: it goes first, and the node's answer tells of both; a lease
+ * that may exist unseen is looked for first (zkl_sem_find_lease), and one
+ * without a mutex node is deleted alone.
  */
 void
 zkl_send_delete(int slotno, zkl_slot *slot)
 {
-	char	   *path = zkl_child_path(slot, slot->node);
+	char	   *path;
+	bool		before_grant = zkl_lease_pending(slot);
 
 	/* Only a lock request or a publication ever has a node of its own. */
 	Assert(!slot->inspect || slot->op == ZKL_OP_PUBLISH);
+
+	/* A lease that may exist unseen is looked for first. */
+	if (before_grant && slot->lease[0] == '\0' && zkl_works[slotno].lease_unsure)
+	{
+		zkl_hooks.find_lease(slotno, slot);
+		return;
+	}
+	if (before_grant && slot->node[0] == '\0')
+	{
+		/* No mutex node (any more): the lease alone, if there is one. */
+		char	   *lease;
+
+		if (slot->lease[0] == '\0')
+		{
+			zkl_free_slot(slotno);
+			return;
+		}
+		lease = zkl_hooks.lease_path(slot);
+		zkl_works[slotno].phase = ZKL_PH_DELETING;
+		zkl_check_sent(slotno, zoo_adelete(zkl_zh, lease, -1, zkl_void_done,
+										   zkl_ctx(ZKL_EV_DELETED, slotno)));
+		pfree(lease);
+		return;
+	}
+	path = zkl_child_path(slot, slot->node);
 	if (slot->permits > 0 && slot->lease[0] != '\0')
 	{
 		char	   *lease = zkl_hooks.lease_path(slot);
@@ -582,6 +652,14 @@ zkl_own_node_gone(int slotno, zkl_slot *slot, bool wanted)
 	{
 		if (wanted)
 			zkl_requeue(slotno, slot);
+		else if (zkl_lease_pending(slot))
+		{
+			/* The mutex node is gone; a lease may not be. */
+			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+			slot->node[0] = '\0';
+			LWLockRelease(zkl_shared->lock);
+			zkl_send_delete(slotno, slot);
+		}
 		else
 			zkl_free_slot(slotno);
 		return;

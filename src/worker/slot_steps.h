@@ -106,6 +106,12 @@ typedef struct zkl_step_hooks
 	void		(*mutex_held) (int slotno, zkl_slot *slot, bool wanted);
 	/* the path of a semaphore's lease, palloc'd (semaphore.c) */
 	char	   *(*lease_path) (const zkl_slot *slot);
+
+	/*
+	 * look for a lease of a slot given up; its answer deletes again
+	 * (semaphore.c)
+	 */
+	void		(*find_lease) (int slotno, zkl_slot *slot);
 	/* free what zk_lock_contenders read so far (inspect.c) */
 	void		(*inspection_free) (zkl_work *work);
 	/* a contender's create or a node's delete, kept for the pass's multi */
@@ -151,7 +157,8 @@ extern void zkl_end_work(zkl_work *work);
 extern void zkl_free_slot(int slotno);
 extern bool zkl_owns_node(const zkl_slot *slot);
 extern void zkl_fail_slot(int slotno, int rc);
-extern void zkl_mark_lost(int slotno, const char *cause);
+extern bool zkl_mark_lost(int slotno, const char *cause);
+extern bool zkl_lease_pending(const zkl_slot *slot);
 extern void zkl_take_away(int slotno, zkl_slot *slot, zkl_take_reason reason);
 extern void zkl_revocation_asked(int slotno, zkl_slot *slot);
 extern void zkl_watch_own_node(int slotno, zkl_slot *slot);

@@ -313,6 +313,7 @@ zkl_sleep_time(int64 shutdown_deadline)
 {
 	int64		now = zkl_now();
 	int64		next = 0;
+	int64		give_up;
 	bool		connected = zkl_zh != NULL && !zkl_closing_previous &&
 	zkl_shared->session_state == ZKL_SESSION_CONNECTED;
 
@@ -326,6 +327,10 @@ zkl_sleep_time(int64 shutdown_deadline)
 		if (beat != 0 && beat < next)
 			next = beat;
 	}
+	/* Connected or not, the session is given up on time. */
+	give_up = zkl_session_give_up_at();
+	if (give_up != 0 && (next == 0 || give_up < next))
+		next = give_up;
 	if (shutdown_deadline != 0 && (next == 0 || shutdown_deadline < next))
 		next = shutdown_deadline;
 	if (connected && zkl_work_pending())
@@ -435,8 +440,16 @@ zkl_worker_start(void)
 	WaitEventSet *wes;
 	int			event_fd;
 
+	/*
+	 * What each signal does to the worker is in doc/operations.md.  SIGINT
+	 * (pg_cancel_backend) is ignored: the worker runs no statement to cancel,
+	 * and the handler a backend-connected worker inherits
+	 * (StatementCancelHandler) would end it with an ERROR at its next
+	 * interrupt check, in the middle of a step.
+	 */
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	pqsignal(SIGINT, SIG_IGN);
 	BackgroundWorkerUnblockSignals();
 
 	/*
@@ -459,6 +472,9 @@ zkl_worker_start(void)
 	zkl_shared->worker_pid = MyProcPid;
 	LWLockRelease(zkl_shared->lock);
 	before_shmem_exit(zkl_worker_exit, 0);
+
+	/* Shared memory says at once that nothing is connected yet. */
+	zkl_session_restart();
 
 	/* Slots left by an earlier worker go on in the session it recorded. */
 	zkl_adopt_slots();
@@ -519,6 +535,8 @@ zkl_worker_main(Datum arg)
 		/* The writes ready in this pass go together (write_batch.c). */
 		zkl_batch_begin();
 		zkl_drain_events();
+		/* After the answers: a heartbeat's may have renewed the proof. */
+		zkl_check_session_proof();
 		zkl_take_requests();
 		zkl_run_pending();
 		zkl_batch_flush();

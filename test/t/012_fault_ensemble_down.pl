@@ -16,12 +16,19 @@
 # Phase 2, outage of 8 s, twice the session timeout of A, B, C (4 s):
 #  - A (all three servers listed) holds L1 in an open transaction with a row
 #    inserted; B waits for L1.  A's COMMIT issued while the ensemble is down
-#    waits one session timeout and fails with ZK002 ("could not confirm"),
-#    the row is not committed, and B is granted L1 once ZooKeeper is back.
+#    waits for proof and fails with ZK002 ("could not confirm", or "was
+#    lost" once the worker gave the session up), the row is not committed,
+#    and B is granted L1 once ZooKeeper is back.
 #  - A also holds L2 in another open transaction with a row and does not try
-#    to commit during the outage.  When the ensemble is back A's session is
-#    the same one (ZooKeeper kept it), L2 is still 'held' with its node in
-#    place, and its COMMIT succeeds: nothing was lost, so nothing may fail.
+#    to commit during the outage.  Nothing tells a client whether the whole
+#    ensemble is down (which renews every session when it comes back) or
+#    only its own link (ZooKeeper expires the session a timeout after the
+#    last proof, and may give the lock to another client): A's worker gives
+#    the session up two thirds of the timeout after its last proof (issue 40
+#    point 2), so L2 turns 'lost' during the outage.  When the ensemble is
+#    back A reattaches to the old session only to close it (L2's node goes at
+#    once, B can take L2) and opens a new one; L2's COMMIT fails with ZK002
+#    ("was lost") and its row is not committed.
 #  - C lists only server 1, which comes back last: servers 2 and 3 form a
 #    quorum without it and expire C's session (a session timeout without its
 #    client) while C is still cut off.  C held L3 in an open transaction
@@ -191,14 +198,13 @@ is(zk_status_of($a)->{state}, 'suspended', 'A reports its session suspended, not
 is(lock_state($a, $h2_pid, 'L2'), 'suspended', 'while suspended, zk_locks shows L2 suspended, not held');
 is($h2->query_safe("SELECT zk_lock_check('L2')"), 'f', 'while suspended, zk_lock_check(L2) is false in its holder');
 
-# A COMMIT while the ensemble is down waits one session timeout, then fails.
+# A COMMIT while the ensemble is down waits for proof, then fails.
 $t_commit = start_commit($h1);
 ($err, $t_end) = finish_commit($h1);
 my $waited = ($t_end // time) - $t_commit;
-like($err, qr/ZK002: could not confirm the ZooKeeper session before commit/,
-	'phase 2: a COMMIT while the ensemble is down fails with ZK002 (could not confirm the session)');
-cmp_ok($waited, '>=', 3.5, sprintf('phase 2: ... after waiting about one session timeout (%.1f s)', $waited));
-cmp_ok($waited, '<', 8, 'phase 2: ... and not much longer');
+like($err, qr/ZK002: (could not confirm the ZooKeeper session before commit|ZooKeeper lock "L1" was lost)/,
+	'phase 2: a COMMIT while the ensemble is down fails with ZK002');
+cmp_ok($waited, '<', 8, sprintf('phase 2: ... within the outage (%.1f s)', $waited));
 is(committed($a, 'a-commit-during-outage'), '0', 'phase 2: the row of the failed COMMIT is not committed');
 
 # The outage lasts 8 s in all.
@@ -212,9 +218,13 @@ zk_start_one($zk, 3);
 my $t_quorum = time;
 note sprintf('outage of servers 2 and 3: %.1f s', $t_quorum - $t_stop);
 
-# A reattaches to its session: ZooKeeper kept it through the outage.
+# A gave its session up during the outage (L2 turned lost then); it closes
+# it and opens a new one.
+is(lock_state($a, $h2_pid, 'L2'), 'lost', 'phase 2: A declared L2 lost during the outage');
 wait_until(sub { zk_status_of($a)->{state} eq 'connected' }, 20, 'A reconnects to servers 2 and 3');
-is(zk_status_of($a)->{session_id}, $a_before->{session_id}, 'phase 2: A kept its ZooKeeper session through the outage');
+isnt(zk_status_of($a)->{session_id}, $a_before->{session_id}, 'phase 2: A has a new ZooKeeper session after giving the old one up');
+like(slurp_file($a->logfile), qr/zklock closed ZooKeeper session \Q$a_before->{session_id}\E of its own that it gave up/,
+	'phase 2: A closed the session it gave up once ZooKeeper was back');
 
 # L1: the failed COMMIT rolled back; its node goes and B's waiter is granted.
 is(waiter_outcome($w1), 'granted', 'phase 2: B\'s waiter is granted L1 once ZooKeeper is back');
@@ -223,17 +233,15 @@ my @l1 = zk_ls($zk, '/zklock/L1');
 ok(@l1 == 1 && $l1[0] ne zk_base($h1_node), 'phase 2: only B\'s node is left in L1\'s directory')
   or diag_lock('L1');
 
-# L2: nothing was lost, so A still holds it and may commit.
-is(lock_state($a, $h2_pid, 'L2'), 'held', 'phase 2: L2 is held again in A after the outage');
-ok(wait_until(sub { $h2->query_safe("SELECT zk_lock_check('L2')") eq 't' }, 10, 'zk_lock_check(L2) true again'),
-	'phase 2: zk_lock_check(L2) is true again in its holder');
-is(join(',', zk_ls($zk, '/zklock/L2')), zk_base($h2_node), 'phase 2: L2\'s node survived in ZooKeeper')
+# L2: lost, its node gone with the closed session; A's COMMIT fails.
+ok(wait_until(sub { !zk_ls($zk, '/zklock/L2') }, 10, 'L2\'s node gone'),
+	'phase 2: L2\'s node went with the session A closed')
   or diag_lock('L2');
-is($b->safe_psql('postgres', "SELECT zk_lock_try('L2')"), 'f', 'phase 2: B cannot take L2 meanwhile');
+is($b->safe_psql('postgres', "SELECT zk_lock_try('L2')"), 't', 'phase 2: B can take L2');
 $h2->query("COMMIT");
-is($h2->{stderr}, '', 'phase 2: A commits the transaction that held L2 over the outage');
+like($h2->{stderr}, qr/ZK002: ZooKeeper lock "L2" was lost/, 'phase 2: A\'s COMMIT of the transaction that held L2 fails with ZK002');
 $h2->{stderr} = '';
-is(committed($a, 'a-commit-after-outage'), '1', 'phase 2: its row is committed');
+is(committed($a, 'a-commit-after-outage'), '0', 'phase 2: its row is not committed');
 
 # L3: C cannot reach server 1; the quorum expires C's session after a
 # session timeout, so its node goes and B's waiter is granted.

@@ -343,7 +343,9 @@ is($m->{pg_exporter_last_scrape_error}, 0, '(4) ZooKeeper back: no query error')
 
 $s3->query('ROLLBACK');
 $s3->quit;
-$s1->query_safe('SELECT zk_lock_release_all()');
+# An outage this long (beyond two thirds of the session timeout) ends the
+# holds (doc/failures.md): the release may report m1's loss.
+$s1->query('SELECT zk_lock_release_all()');
 waiter_grant($w);
 $w->{s}->quit;
 $s1->quit;

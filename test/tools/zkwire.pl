@@ -18,7 +18,9 @@
 # one of those types whose path matches REGEX is forwarded, and when its
 # answer comes back, the answer is dropped and both ends of that connection
 # are closed.  DIR/arm is removed and DIR/fired written ("CONN OP PATH")
-# when the request passes.  SIGTERM ends the relay.
+# when the request passes.  While a file DIR/refuse exists, new connections
+# are closed at once (as a server that does not answer), those open go on.
+# SIGTERM ends the relay.
 use strict;
 use warnings;
 
@@ -195,6 +197,11 @@ until ($stop)
 		if ($s == $l)
 		{
 			my $c = $l->accept or next;
+			if (-e "$dir/refuse")
+			{
+				close $c;
+				next;
+			}
 			my $t = IO::Socket::INET->new(
 				PeerAddr => '127.0.0.1',
 				PeerPort => $target,

@@ -105,6 +105,33 @@ test_proof(void)
 	check(zkl_ms_left(zkl_proof_until(sent, 3000), zkl_now()) == 500, "the time left is the monotonic time left");
 }
 
+/*
+ * The session is given up two thirds of the timeout after the last proof,
+ * while ZooKeeper may expire it no earlier than the whole timeout after it,
+ * and after the proof's own end: no hold is kept past a moment a commit
+ * could still rely on, nor given up while a commit may still use it.
+ */
+static void
+test_give_up(void)
+{
+	int64_t		sent;
+
+	zkl_clock = sim_source;
+	check(zkl_give_up_at(0, 3000) == 0, "no proof: nothing to give up by the clock");
+	check(!zkl_give_up_due(0, 3000, zkl_now()), "... never due");
+	sent = zkl_now();
+	check(zkl_give_up_at(sent, 3000) == zkl_after_ms(sent, 2000), "given up two thirds of the timeout after the proof");
+	check(zkl_give_up_at(sent, 3000) > zkl_proof_until(sent, 3000), "... after the proof's end");
+	check(zkl_give_up_at(sent, 3000) < zkl_after_ms(sent, 3000), "... before ZooKeeper may expire the session");
+	sim_step_wall_ms(3600 * 1000);
+	sim_pass_ms(1999);
+	check(!zkl_give_up_due(sent, 3000, zkl_now()), "not due a millisecond early, whatever the wall clock did");
+	sim_pass_ms(1);
+	check(zkl_give_up_due(sent, 3000, zkl_now()), "due on time");
+	check(zkl_give_up_at(sent, 2000000000) > sent, "a timeout near INT_MAX does not overflow");
+	zkl_clock = zkl_monotonic_us;
+}
+
 static void
 test_schedules(void)
 {
@@ -136,6 +163,7 @@ main(void)
 {
 	test_real_source();
 	test_proof();
+	test_give_up();
 	test_schedules();
 	(void) sim_wall;
 	return tap_done();

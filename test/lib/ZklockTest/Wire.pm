@@ -51,6 +51,11 @@ Arm the relay: the next request of one of @types whose path matches $regex
 goes through, its answer is dropped and its connection closed.  ->fired is
 [connection, type, path] once that request has passed, undef before.
 
+=item $w->refuse / $w->admit
+
+From refuse on, new connections are closed at once (those open go on),
+until admit.
+
 =back
 
 =cut
@@ -115,6 +120,21 @@ sub resume
 		'<', \undef, '>>', "$self->{dir}/out", '2>>', "$self->{dir}/out");
 	wait_until(sub { IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $self->{port}) }, 30,
 		'the wire relay listens again');
+	return;
+}
+
+sub refuse
+{
+	my ($self) = @_;
+	open my $f, '>', "$self->{dir}/refuse" or die "$self->{dir}/refuse: $!";
+	close $f;
+	return;
+}
+
+sub admit
+{
+	my ($self) = @_;
+	unlink "$self->{dir}/refuse";
 	return;
 }
 
