@@ -160,7 +160,7 @@ DELETE FROM zk_fence_tokens t
 CREATE FUNCTION zk_fence_tree_check()
 RETURNS event_trigger
 LANGUAGE plpgsql
-SET search_path OPERATOR(pg_catalog.=) pg_catalog, pg_temp
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	edge record;

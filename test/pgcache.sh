@@ -88,7 +88,7 @@ fetch18() {
 }
 
 build18() {
-	local prefix=$CACHE/pg18 src=$CACHE/pg18-src stamp start=$SECONDS jobs dir m
+	local prefix=$CACHE/pg18 src=$CACHE/pg18-src stamp start=$SECONDS jobs dir m server
 	stamp=$prefix/.zklock-complete
 	if [ -f "$stamp" ] && [ -x "$prefix/bin/pg_config" ] &&
 		grep -qxF "recipe: $RECIPE18" "$stamp" &&
@@ -103,40 +103,36 @@ build18() {
 		# The same configuration: the modules alone, against the installed
 		# server.
 		say "completing the cached PostgreSQL 18 ($CONTRIB18)"
-		if ! (
-			cd "$dir" &&
-				./configure -q --prefix="$prefix" $SERVER18 CFLAGS='-O2 -g' &&
-				make -s -j"$jobs" -C src/backend generated-headers &&
-				for m in $CONTRIB18; do
-					make -s -j"$jobs" -C "contrib/$m" && make -s -C "contrib/$m" install || exit 1
-				done
-		) >"$src/build.log" 2>&1; then
-			tail -n 40 "$src/build.log" >&2
-			say "build failed"
-			return 1
-		fi
+		server=no
 	else
 		rm -rf "$prefix"
-		# Debian's own patches move files to its per-major layout; the upstream
-		# layout under one prefix is what a private installation wants.  No
-		# documentation, no contrib module but those the suite runs.  -g
-		# stays: the tests' gdb reads zklock's variables, and PGXS builds
-		# zklock with the server's CFLAGS.
 		say "building PostgreSQL 18 into $prefix with $jobs jobs (log: $src/build.log)"
-		if ! (
-			cd "$dir" &&
-				# shellcheck disable=SC2086 # the options are words
-				./configure -q --prefix="$prefix" $SERVER18 CFLAGS='-O2 -g' &&
-				make -s -j"$jobs" &&
-				make -s install &&
-				for m in $CONTRIB18; do
-					make -s -j"$jobs" -C "contrib/$m" && make -s -C "contrib/$m" install || exit 1
-				done
-		) >"$src/build.log" 2>&1; then
-			tail -n 40 "$src/build.log" >&2
-			say "build failed"
-			return 1
-		fi
+		server=yes
+	fi
+	# Debian's own patches move files to its per-major layout; the upstream
+	# layout under one prefix is what a private installation wants.  No
+	# documentation, no contrib module but those the suite runs.  -g stays:
+	# the tests' gdb reads zklock's variables, and PGXS builds zklock with
+	# the server's CFLAGS.  Without the server, only the headers the modules
+	# need are generated.
+	if ! (
+		cd "$dir" &&
+			# shellcheck disable=SC2086 # the options are words
+			./configure -q --prefix="$prefix" $SERVER18 CFLAGS='-O2 -g' &&
+			if [ "$server" = yes ]; then
+				make -s -j"$jobs" && make -s install
+			else
+				make -s -j"$jobs" -C src/backend generated-headers
+			fi &&
+			for m in $CONTRIB18; do
+				make -s -j"$jobs" -C "contrib/$m" && make -s -C "contrib/$m" install || exit 1
+			done
+	) >"$src/build.log" 2>&1; then
+		tail -n 40 "$src/build.log" >&2
+		say "build failed"
+		return 1
+	fi
+	if [ "$server" = yes ]; then
 		{ "$prefix/bin/pg_config" --version; echo "configure: $SERVER18"; } >"$prefix/.zklock-server"
 		say "PostgreSQL 18 built in $((SECONDS - start)) s"
 	fi

@@ -47,16 +47,9 @@ my $a = zklock_node(
 		"synchronous_commit = 'local'",
 	]);
 $a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
-$a->safe_psql('postgres', 'CREATE DATABASE remote');
+fdw_loop($a, 'remote');
 $a->safe_psql('remote', 'CREATE TABLE work (tag text)');
-my ($host, $port) = ($a->host, $a->port);
-$a->safe_psql(
-	'postgres', qq{
-CREATE EXTENSION postgres_fdw;
-CREATE SERVER loop FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$host', port '$port', dbname 'remote');
-CREATE USER MAPPING FOR CURRENT_USER SERVER loop;
-CREATE FOREIGN TABLE remote_work (tag text) SERVER loop OPTIONS (table_name 'work');
-});
+$a->safe_psql('postgres', "CREATE FOREIGN TABLE remote_work (tag text) SERVER loop OPTIONS (table_name 'work')");
 
 sub remote_committed
 {

@@ -26,15 +26,11 @@ use PostgreSQL::Test::Utils;
 my $zk = zk_start(1);
 my $a = zklock_node('a', $zk, session_timeout => '4s', conf => ["zklock.on_lock_lost = 'error'"]);
 $a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
-$a->safe_psql('postgres', 'CREATE DATABASE remote');
+fdw_loop($a, 'remote');
 $a->safe_psql('remote', 'CREATE TABLE work (k int, tag text)');
 $a->safe_psql('remote', "CREATE TABLE kept (tag text); INSERT INTO kept VALUES ('kept')");
-my ($host, $port) = ($a->host, $a->port);
 $a->safe_psql(
 	'postgres', qq{
-CREATE EXTENSION postgres_fdw;
-CREATE SERVER loop FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$host', port '$port', dbname 'remote');
-CREATE USER MAPPING FOR CURRENT_USER SERVER loop;
 CREATE FOREIGN TABLE remote_work (k int, tag text) SERVER loop OPTIONS (table_name 'work');
 CREATE FOREIGN TABLE remote_kept (tag text) SERVER loop OPTIONS (table_name 'kept');
 CREATE TABLE parted (k int, tag text) PARTITION BY LIST (k);

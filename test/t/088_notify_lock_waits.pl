@@ -27,21 +27,14 @@ use PostgreSQL::Test::Utils;
 my $zk = zk_start(1);
 my $a = zklock_node('a', $zk, session_timeout => '6s', conf => ["zklock.on_lock_lost = 'error'"]);
 $a->safe_psql('postgres', 'CREATE TABLE work (tag text)');
-$a->safe_psql('postgres', 'CREATE DATABASE remote');
+fdw_loop($a, 'remote');
 $a->safe_psql(
 	'remote', q{
 CREATE TABLE work (tag text);
 CREATE FUNCTION tell() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN PERFORM pg_notify('remote', NEW.tag); RETURN NEW; END$$;
 CREATE TRIGGER tell AFTER INSERT ON work FOR EACH ROW EXECUTE FUNCTION tell();
 });
-my ($host, $port) = ($a->host, $a->port);
-$a->safe_psql(
-	'postgres', qq{
-CREATE EXTENSION postgres_fdw;
-CREATE SERVER loop FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$host', port '$port', dbname 'remote');
-CREATE USER MAPPING FOR CURRENT_USER SERVER loop;
-CREATE FOREIGN TABLE remote_work (tag text) SERVER loop OPTIONS (table_name 'work');
-});
+$a->safe_psql('postgres', "CREATE FOREIGN TABLE remote_work (tag text) SERVER loop OPTIONS (table_name 'work')");
 
 sub activity
 {

@@ -29,7 +29,7 @@ our @EXPORT = qw(
   worker_pid worker_pid_os proc_state
   zk_status_of lock_state committed queue_waiter bg_start bg_collect waiter_grant held_znode diag_locks
   sqlstate_of sql_sqlstate bg_sqlstate
-  expect_in_log expect_crash_restart zklock_wait_event
+  expect_in_log expect_crash_restart zklock_wait_event fdw_loop
 );
 
 =head1 PostgreSQL nodes
@@ -73,6 +73,29 @@ sub zklock_node
 	$node->safe_psql('postgres', 'CREATE EXTENSION zklock')
 	  unless defined $opts{extension} && !$opts{extension};
 	return $node;
+}
+
+=item fdw_loop($node, $dbname)
+
+A database $dbname of $node made for postgres_fdw to reach, and in
+database postgres the extension postgres_fdw, its server C<loop> pointing
+at $dbname of the same cluster and the current user's mapping: the tests
+of the commit path create their own tables on either side.
+
+=cut
+
+sub fdw_loop
+{
+	my ($node, $dbname) = @_;
+	my ($host, $port) = ($node->host, $node->port);
+	$node->safe_psql('postgres', "CREATE DATABASE $dbname");
+	$node->safe_psql(
+		'postgres', qq{
+CREATE EXTENSION postgres_fdw;
+CREATE SERVER loop FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$host', port '$port', dbname '$dbname');
+CREATE USER MAPPING FOR CURRENT_USER SERVER loop;
+});
+	return;
 }
 
 =item bg_session($node, %opts)
