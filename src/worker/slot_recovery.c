@@ -106,12 +106,19 @@ zkl_adopt_hold(zkl_slot *slot, zkl_work *work)
 
 	/*
 	 * A revocation its predecessor saw under on_revoke = cancel is obeyed
-	 * now, if it was not yet: the flag promised it.
+	 * now, if it was not yet: the flag promised it.  Not from a committing
+	 * transaction: it waits for its end (zkl_take_away), and zkl_check_holds
+	 * obeys it then.
 	 */
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	if (slot->revoke_requested && slot->on_revoke == ZKL_ON_REVOKE_CANCEL &&
 		slot->wanted && slot->take_reason == ZKL_TAKE_NONE)
-		slot->take_reason = ZKL_TAKE_REVOKED;
+	{
+		if (slot->committing)
+			slot->take_deferred = true;
+		else
+			slot->take_reason = ZKL_TAKE_REVOKED;
+	}
 	LWLockRelease(zkl_shared->lock);
 	/* A hold being taken away has its node deleted again. */
 	if (slot->take_reason != ZKL_TAKE_NONE)
