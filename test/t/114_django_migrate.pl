@@ -30,7 +30,9 @@ my $src = abs_path("$FindBin::RealBin/../../examples/django");
 die "examples/django not found next to test/\n" unless defined $src && -f "$src/manage.py";
 system('/usr/bin/python3', '-c', 'import django') == 0
   or plan skip_all => 'python3-django is not installed (test/install-deps.sh installs it)';
-my $project = PostgreSQL::Test::Utils::tempdir('django');
+# Absolute: PostgreSQL 18's tempdir is relative to the test's directory, and
+# the deployers run from inside the project.
+my $project = abs_path(PostgreSQL::Test::Utils::tempdir('django'));
 system('cp', '-a', "$src/.", $project) == 0 or die "cp: $?";
 # The control's settings: the recipe's, without the app that takes the lock.
 append_to_file("$project/settings_nolock.py",
