@@ -426,7 +426,7 @@ fi
 # the whole suite (no ZKLOCK_TAP selection, as under CI) or with
 # ZKLOCK_SOAK=1, and on 15 only: it drives the same C code on every major,
 # what differs between majors is covered by the TAP tests on each, and its
-# two and a half minutes stay out of 18's run (the suite takes ~25 minutes
+# two and a half minutes stay out of 18's run (the suite takes ~37 minutes
 # on the two).
 say "soak"
 if [ "$PG_MAJOR" != 15 ]; then
