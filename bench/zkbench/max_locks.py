@@ -135,7 +135,9 @@ class MaxLocksShape(Harness):
                      % (label + ":", n_big, n_small, ratio,
                         " ".join("%.2f" % r for r in per_round), medians[name_b] / medians[name_s]))
             self.res.add("(f)", "%s: median, max_locks %d / %d" % (label, n_big, n_small),
-                         "zklock", ratio, "x", target=("<=", 1.1), n=len(per_round),
+                         "zklock", ratio, "x", n=len(per_round),
+                         # Issue 32's target once: on the pair with locks held.
+                         target=("<=", 1.1) if "held at" in label else None,
                          note="%s; the ratio round by round: %s (the overall medians' ratio: "
                               "%.3f)" % (note, " ".join("%.2f" % r for r in per_round),
                                          medians[name_b] / medians[name_s]))
