@@ -19,7 +19,9 @@
 # bench/bench.py (the package bench/zkbench), draws the chart, and stops
 # everything it started, by pid, however it ends.  Exit status: non-zero when
 # a shape failed or gave no figure, or the chart could not be drawn.
-# ZKLOCK_KEEP_WORK=1 keeps the work directory (it is always kept on failure).
+# ZKLOCK_KEEP_WORK=1 keeps the work directory (it is always kept on failure);
+# BENCH_OUT=DIR writes a full run's results.csv and bench.png to DIR instead
+# of bench/out.
 set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -181,12 +183,15 @@ done
 echo "ZooKeeper at $ZK_CONNECT, the fleet's ensemble at $FLEET_ZK; clusters ${CLUSTERS[*]} on 127.0.0.1:$(
 	for c in "${CLUSTERS[@]}"; do printf '%s ' "$(cat "$WORK/$c/port")"; done)"
 
+# BENCH_OUT: where a full run writes results.csv and bench.png (default
+# bench/out), so that two runs can be kept side by side.
 if [ "$SMOKE" -eq 1 ]; then
 	OUT=$WORK/out
 else
-	OUT=$TOP/bench/out
+	OUT=${BENCH_OUT:-$TOP/bench/out}
 fi
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd -P)
 
 say "benchmark$([ "$SMOKE" -eq 1 ] && echo ' (smoke: every shape, tiny sizes)')"
 ARGS=(--zk "$ZK_CONNECT" --zk-pid "$(cat "$WORK/zk/zk1.pid")"

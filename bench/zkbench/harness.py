@@ -381,7 +381,22 @@ class Harness:
         v, ops = usage.get(key), usage.get("ops")
         return v * scale / ops if v is not None and ops else float("nan")
 
-    def zk_cpu_row(self, shape, name, usage, target=None, usages=None):
+    def zk_count_rows(self, shape, name, usage, usages=None, prefix="", per="cycle"):
+        """ZooKeeper's requests, transactions and fsyncs per cycle (or per
+        what per names) of a contender over its metered windows; no row
+        for a figure that could not be counted."""
+        out = []
+        for metric, key in ((ZK_REQ, "zk_req"), (ZK_TXN, "zk_txn"), (ZK_FSYNC, "zk_fsync")):
+            v = self.per_cycle(usage, key)
+            out.append(v)
+            if v != v:
+                continue
+            self.res.add(shape, prefix + metric.replace("per cycle", "per " + per), name, v,
+                         "per " + per, cpu=usage,
+                         rounds=[self.per_cycle(u, key) for u in usages] if usages else None)
+        return out
+
+    def zk_cpu_row(self, shape, name, usage, target=None, usages=None, prefix=""):
         """Record ZooKeeper's CPU time per cycle (acquire + release) of a
         contender, in microseconds, from its metered usage: the ZooKeeper
         server's (or the ensemble's servers') CPU over the measured window,
@@ -392,24 +407,19 @@ class Harness:
         not be read."""
         value = self.per_cycle(usage, "zk_ms", 1000.0)
         rounds = [self.per_cycle(u, "zk_ms", 1000.0) for u in usages] if usages else None
-        req, txn, fs = (self.per_cycle(usage, k) for k in ("zk_req", "zk_txn", "zk_fsync"))
+        self.res.add(shape, prefix + ZK_CPU, name, value, "us", target=target, cpu=usage,
+                     rounds=rounds)
+        req, txn, fs = self.zk_count_rows(shape, name, usage, usages, prefix)
         self.say("  %-34s %8.0f us of ZooKeeper CPU, %.2f requests, %.2f transactions, "
                  "%.2f fsyncs per cycle" % (name, value, req, txn, fs))
-        self.res.add(shape, ZK_CPU, name, value, "us", target=target, cpu=usage, rounds=rounds)
-        for metric, key, v in ((ZK_REQ, "zk_req", req), (ZK_TXN, "zk_txn", txn),
-                               (ZK_FSYNC, "zk_fsync", fs)):
-            if not (v == v):		# not counted (no counters): no row
-                continue
-            self.res.add(shape, metric, name, v, "per cycle", cpu=usage,
-                         rounds=[self.per_cycle(u, key) for u in usages] if usages else None)
 
-    def zk_cpu_rows(self, shape, got, names, tcp_target=None):
+    def zk_cpu_rows(self, shape, got, names, tcp_target=None, prefix=""):
         """zk_cpu_row for each of names measured; tcp_target on the TCP row."""
         for name in names:
             if name in got:
                 self.zk_cpu_row(shape, name, got[name][1],
                                 target=tcp_target if name == TCP else None,
-                                usages=getattr(got[name], "usages", None))
+                                usages=getattr(got[name], "usages", None), prefix=prefix)
 
     def stats_pair(self, shape, metric, contender, measure, figure, what):
         """Statistics on and off (issue 34): measure(stats) returns a round's

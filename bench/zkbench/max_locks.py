@@ -125,6 +125,7 @@ class MaxLocksShape(Harness):
                 continue
             medians[name] = self.cycle_rows("(f)", label + ": ", "%-22s %-26s" % (label + ":", name),
                                             name, got)
+        self.zk_cpu_rows("(f)", got, [name_s, name_b], prefix=label + ": ")
         if name_s in medians and name_b in medians:
             # Round by round: load that comes and goes falls on both sides.
             per_round = [median(b) / median(a) for a, b in zip(got[name_s][0], got[name_b][0])

@@ -117,7 +117,7 @@ class NetworkShape(Harness):
         if CURATOR in got:
             self.cycle_rows(app_shape, "", "%-34s" % (CURATOR + " (again)"), CURATOR, got)
         self.zk_cpu_rows(shape, got, [TCP, CURATOR])
-        self.zk_cpu_rows(app_shape, got, [TCP_APP])
+        self.zk_cpu_rows(app_shape, got, [TCP_APP, CURATOR])
         self.jvm_rows(shape, CURATOR, got)
         loops = [
             ("zklock/pgbench", lambda: self.loop_pgbench("zklock", False)),
