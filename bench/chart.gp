@@ -53,15 +53,15 @@ set title sprintf("(d) %d waiters on one lock: ZooKeeper requests per handoff (l
 plot datadir."/chart-d.dat" using 2:xtic(1) lc rgb "#aa3377", \
 	'' using 0:2:(sprintf("%.2f", $2)) with labels offset 0,0.8
 
-set title "(g) 1 ms each way to ZooKeeper (and, app remote, to PostgreSQL): uncontended acquire + release, median (ms, lower is better)"
+set title "(g) 1 ms each way (app remote: to PostgreSQL too): uncontended cycle, median (ms, lower is better)"
 plot datadir."/chart-g1.dat" using 2:xtic(1) lc rgb "#66ccee", \
 	'' using 0:2:(sprintf("%.2f", $2)) with labels offset 0,0.8
 
-set title sprintf("(g) 1 ms each way to ZooKeeper (and, app remote, to PostgreSQL): %d clients on %d locks, acquisitions per second (higher is better)", clients, clients)
+set title sprintf("(g) 1 ms each way (app remote: to PostgreSQL too): %d clients, %d locks, cycles/s (higher is better)", clients, clients)
 plot datadir."/chart-g2.dat" using 2:xtic(1) lc rgb "#ee6677", \
 	'' using 0:2:(sprintf("%.0f", $2)) with labels offset 0,0.8
 
-set title sprintf("(b) %d clients on %d locks at an equal offered load of %d cycles/s: ZooKeeper server's CPU per cycle (us, lower is better)", clients, clients, load)
+set title sprintf("(b) %d clients, %d locks, equal offered load %d cycles/s: ZooKeeper's CPU per cycle (us, lower is better)", clients, clients, load)
 plot datadir."/chart-bz.dat" using 2:xtic(1) lc rgb "#bbbbbb", \
 	'' using 0:2:(sprintf("%.0f", $2)) with labels offset 0,0.8
 
