@@ -381,10 +381,12 @@ class Harness:
         v, ops = usage.get(key), usage.get("ops")
         return v * scale / ops if v is not None and ops else float("nan")
 
-    def zk_count_rows(self, shape, name, usage, usages=None, prefix="", per="cycle"):
+    def zk_count_rows(self, shape, name, usage, usages=None, prefix="", per="cycle",
+                      fsync_target=None):
         """ZooKeeper's requests, transactions and fsyncs per cycle (or per
         what per names) of a contender over its metered windows; no row
-        for a figure that could not be counted."""
+        for a figure that could not be counted.  fsync_target: a target
+        for the fsyncs' row."""
         out = []
         for metric, key in ((ZK_REQ, "zk_req"), (ZK_TXN, "zk_txn"), (ZK_FSYNC, "zk_fsync")):
             v = self.per_cycle(usage, key)
@@ -393,10 +395,12 @@ class Harness:
                 continue
             self.res.add(shape, prefix + metric.replace("per cycle", "per " + per), name, v,
                          "per " + per, cpu=usage,
+                         target=fsync_target if key == "zk_fsync" else None,
                          rounds=[self.per_cycle(u, key) for u in usages] if usages else None)
         return out
 
-    def zk_cpu_row(self, shape, name, usage, target=None, usages=None, prefix=""):
+    def zk_cpu_row(self, shape, name, usage, target=None, usages=None, prefix="",
+                   fsync_target=None):
         """Record ZooKeeper's CPU time per cycle (acquire + release) of a
         contender, in microseconds, from its metered usage: the ZooKeeper
         server's (or the ensemble's servers') CPU over the measured window,
@@ -409,17 +413,20 @@ class Harness:
         rounds = [self.per_cycle(u, "zk_ms", 1000.0) for u in usages] if usages else None
         self.res.add(shape, prefix + ZK_CPU, name, value, "us", target=target, cpu=usage,
                      rounds=rounds)
-        req, txn, fs = self.zk_count_rows(shape, name, usage, usages, prefix)
+        req, txn, fs = self.zk_count_rows(shape, name, usage, usages, prefix,
+                                          fsync_target=fsync_target)
         self.say("  %-34s %8.0f us of ZooKeeper CPU, %.2f requests, %.2f transactions, "
                  "%.2f fsyncs per cycle" % (name, value, req, txn, fs))
 
-    def zk_cpu_rows(self, shape, got, names, tcp_target=None, prefix=""):
-        """zk_cpu_row for each of names measured; tcp_target on the TCP row."""
+    def zk_cpu_rows(self, shape, got, names, tcp_target=None, prefix="", tcp_fsync_target=None):
+        """zk_cpu_row for each of names measured; tcp_target (ZooKeeper's
+        CPU) and tcp_fsync_target (its fsyncs) on the TCP row."""
         for name in names:
             if name in got:
                 self.zk_cpu_row(shape, name, got[name][1],
                                 target=tcp_target if name == TCP else None,
-                                usages=getattr(got[name], "usages", None), prefix=prefix)
+                                usages=getattr(got[name], "usages", None), prefix=prefix,
+                                fsync_target=tcp_fsync_target if name == TCP else None)
 
     def stats_pair(self, shape, metric, contender, measure, figure, what):
         """Statistics on and off (issue 34): measure(stats) returns a round's

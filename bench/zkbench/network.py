@@ -1,14 +1,23 @@
-"""zkbench.network: shape (g), the same lock over a network.  zkrelay.c
-relays every client's connection to ZooKeeper through loopback with a fixed
-delay each way (0.25 ms and 1 ms): zklock (through pgbench, its worker's
-session moved to the relay by a reload of zklock.hosts), Curator and kazoo
-then pay a real round trip for each request they wait for.  Measured: the
-uncontended acquire + release, and the acquisitions per second of 16
-clients on 16 distinct locks.  Here zklock's one round trip per acquire
-(create and listing sent together) against Curator's three shows.
-pgbench runs over the Unix socket and over TCP (-j 2), as in (a).  It
-measures with (a)'s and (b)'s means (a_pgbench, a_driver, loop_pgbench,
-loop_driver, from the sibling shapes Bench puts together).
+"""zkbench.network: shape (g), the same lock over a network, as two shapes
+per delay (0.25 ms and 1 ms each way), measured in the same rounds.
+
+  (g) D ms, ZK remote      the lock taken next to PostgreSQL, ZooKeeper
+                           remote: zkrelay.c relays every client's
+                           connection to ZooKeeper with the delay (zklock's
+                           worker moved to the relay by a reload of
+                           zklock.hosts; Curator, in one warm JVM, and kazoo
+                           connect through it); pgbench reaches PostgreSQL
+                           on loopback.
+  (g) D ms, app+ZK remote  the application remote too: pgbench reaches
+                           PostgreSQL through a second relay with the same
+                           delay, in the transaction-scope pattern (BEGIN;
+                           SELECT zk_lock_acquire_xact(...); COMMIT).
+                           Curator's rows are the same measurements.
+
+Measured: the uncontended cycle, and the cycles per second of 16 clients
+on 16 distinct locks.  It measures with (a)'s and (b)'s means (a_pgbench,
+a_jvm, a_driver, loop_pgbench, loop_jvm, loop_driver, from the sibling
+shapes Bench puts together).
 """
 
 import time
