@@ -3,7 +3,7 @@
  * acquire.c
  *		Taking a lock, in the backend: describe the holder, post the
  *		request (request.c), wait for the grant with the timeout, the
- *		session's loss and deadlock detection (deadlock.c) in view, and
+ *		session's loss and deadlock detection (deadlock_check.c) in view, and
  *		count the hold (locks.c).  zk_lock, zk_try_lock, zk_lock_set and
  *		their kin end here.
  *
@@ -39,7 +39,7 @@
 
 #include "pg_compat.h"
 #include "backend/acquire.h"
-#include "backend/deadlock.h"
+#include "backend/deadlock_check.h"
 #include "backend/locks.h"
 #include "backend/request.h"
 #include "names/encode.h"
@@ -176,7 +176,7 @@ zkl_report_timeout(const char *name, int64 timeout_ms, bool connected, bool behi
 }
 
 /*
- * This request is the victim of a cycle of waits (deadlock.c): it gives up,
+ * This request is the victim of a cycle of waits (deadlock_check.c): it gives up,
  * as a timeout would, and says what the cycle was.  A request granted since
  * the check is no victim: it returns, and the caller finds the grant.
  */
@@ -255,16 +255,21 @@ zkl_deadline_wake(const char *name, TimestampTz deadline, int64 timeout_ms,
 }
 
 /*
- * A wait's deadlock check, every deadlock_timeout: fails the request that
- * closes a cycle.  Without a session there is nothing to read: it looks
- * again later.  Returns when to look next.
+ * A wait's deadlock check (deadlock_check.c): once when the wait has
+ * lasted deadlock_timeout, then after each further deadlock_timeout only
+ * if the waits-for graph may have changed since; fails the request that
+ * gives up for a cycle.  Without a session there is nothing to read: it
+ * looks again later.  Returns when to look next.
  */
 static TimestampTz
-zkl_look_for_cycle(const char *name, int slotno, uint32 generation, zkl_session_state session)
+zkl_look_for_cycle(const char *name, int slotno, uint32 generation, zkl_session_state session,
+				   bool first)
 {
-	char	   *cycle = session == ZKL_SESSION_CONNECTED ?
-	zkl_deadlock_check(slotno, generation, name) : NULL;
+	char	   *cycle = NULL;
 
+	if (session == ZKL_SESSION_CONNECTED &&
+		(first || zkl_deadlock_recheck_due(slotno, generation)))
+		cycle = zkl_deadlock_check(slotno, generation, name);
 	if (cycle)
 		zkl_report_deadlock(name, slotno, generation, cycle);
 	return TimestampTzPlusMilliseconds(GetCurrentTimestamp(), DeadlockTimeout);
@@ -299,11 +304,12 @@ zkl_await_grant(const char *name, const char *dir, int slotno, uint32 generation
 	zkl_slot   *slot = &zkl_shared->slots[slotno];
 
 	/*
-	 * A wait that lasts deadlock_timeout looks for a cycle, and again after
-	 * each.
+	 * A wait that lasts deadlock_timeout looks for a cycle, and after each
+	 * further one, whether it should look again.
 	 */
 	TimestampTz next_check = detect && DeadlockTimeout > 0 ?
 	TimestampTzPlusMilliseconds(start, DeadlockTimeout) : 0;
+	bool		checked = false;
 
 	for (;;)
 	{
@@ -350,7 +356,8 @@ zkl_await_grant(const char *name, const char *dir, int slotno, uint32 generation
 
 		if (next_check != 0 && now >= next_check)
 		{
-			next_check = zkl_look_for_cycle(name, slotno, generation, session);
+			next_check = zkl_look_for_cycle(name, slotno, generation, session, !checked);
+			checked = checked || session == ZKL_SESSION_CONNECTED;
 			/* What happened meanwhile is looked at before sleeping. */
 			continue;
 		}
