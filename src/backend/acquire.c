@@ -48,25 +48,60 @@
 
 static bool zkl_request(const char *name, zkl_mode mode, int permits, bool xact, bool try_only, int64 timeout_ms, int64 session_wait_ms, int64 *token);
 
+/*
+ * Who this backend is, the start of every description: its cluster,
+ * host, port, pid, database, user and application_name.  Made once and
+ * again only when the user or application_name changed (the database of
+ * a backend never does), not on every acquire: the catalog lookups and
+ * gethostname are no part of a lock's path.  A role renamed meanwhile
+ * shows under its old name until then.
+ */
+static char *zkl_who = NULL;
+static Oid	zkl_who_user = InvalidOid;
+static char *zkl_who_app = NULL;
+
+static const char *
+zkl_who_am_i(void)
+{
+	Oid			user = GetUserId();
+	const char *app = application_name ? application_name : "";
+	StringInfoData buf;
+	char		host[256];
+
+	if (zkl_who != NULL && user == zkl_who_user && strcmp(zkl_who_app, app) == 0)
+		return zkl_who;
+
+	/* Made whole before it is kept: an error leaves nothing half made. */
+	initStringInfo(&buf);
+	zkl_host_name(host, sizeof(host));
+	zkl_json_field(&buf, "cluster", cluster_name);
+	appendStringInfo(&buf, ",\"system_identifier\":\"" UINT64_FORMAT "\"", GetSystemIdentifier());
+	zkl_json_field(&buf, "host", host);
+	appendStringInfo(&buf, ",\"port\":%d,\"pid\":%d", PostPortNumber, MyProcPid);
+	zkl_json_field(&buf, "database", get_database_name(MyDatabaseId));
+	zkl_json_field(&buf, "user", GetUserNameFromId(user, false));
+	zkl_json_field(&buf, "application_name", app);
+	if (zkl_who != NULL)
+	{
+		pfree(zkl_who);
+		pfree(zkl_who_app);
+	}
+	zkl_who = MemoryContextStrdup(TopMemoryContext, buf.data);
+	zkl_who_app = MemoryContextStrdup(TopMemoryContext, app);
+	zkl_who_user = user;
+	pfree(buf.data);
+	return zkl_who;
+}
+
 /* The node's data: who is asking, for any ZooKeeper client to read. */
 static void
 zkl_describe_holder(char *out, zkl_mode mode, bool xact, TimestampTz now)
 {
 	StringInfoData buf;
-	char		host[256];
-	char	   *dbname = get_database_name(MyDatabaseId);
-
-	zkl_host_name(host, sizeof(host));
 
 	initStringInfo(&buf);
 	appendStringInfoChar(&buf, '{');
-	zkl_json_field(&buf, "cluster", cluster_name);
-	appendStringInfo(&buf, ",\"system_identifier\":\"" UINT64_FORMAT "\"", GetSystemIdentifier());
-	zkl_json_field(&buf, "host", host);
-	appendStringInfo(&buf, ",\"port\":%d,\"pid\":%d", PostPortNumber, MyProcPid);
-	zkl_json_field(&buf, "database", dbname);
-	zkl_json_field(&buf, "user", GetUserNameFromId(GetUserId(), false));
-	zkl_json_field(&buf, "application_name", application_name);
+	appendStringInfoString(&buf, zkl_who_am_i());
 	zkl_json_field(&buf, "scope", xact ? "transaction" : "session");
 	zkl_json_field(&buf, "mode", zkl_mode_name(mode));
 	zkl_json_field(&buf, "requested_at", timestamptz_to_str(now));
