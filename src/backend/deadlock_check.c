@@ -88,7 +88,8 @@ static struct
 	char	  **reach_names;	/* the same, as the worker names waits */
 	int			npg;
 	int		   *pg_waiters;		/* MaxBackends entries */
-	MemoryContext cxt;			/* holds names and reach_names */
+	MemoryContext cxt;			/* holds reach_names */
+	MemoryContext names_cxt;	/* holds names, replaced by a look too */
 }			zkl_last;
 
 static bool zkl_own_wait(zkl_slot *slot, uint32 generation, zkl_published *own, int *spare);
@@ -214,8 +215,12 @@ zkl_deadlock_recheck_due(int slotno, uint32 generation)
 static void
 zkl_remember_waits(const zkl_graph *g)
 {
-	MemoryContext old = MemoryContextSwitchTo(zkl_last.cxt);
-	char	  **names = palloc(sizeof(char *) * Max(g->nwaits_names, 1));
+	MemoryContext old;
+	char	  **names;
+
+	MemoryContextReset(zkl_last.names_cxt);
+	old = MemoryContextSwitchTo(zkl_last.names_cxt);
+	names = palloc(sizeof(char *) * Max(g->nwaits_names, 1));
 
 	for (int i = 0; i < g->nwaits_names; i++)
 		names[i] = pstrdup(g->waits_names[i]);
@@ -236,6 +241,8 @@ zkl_remember(int slotno, uint32 generation, const zkl_graph *g, const int *pg, i
 	{
 		zkl_last.cxt = AllocSetContextCreate(TopMemoryContext, "zklock last deadlock check",
 											 ALLOCSET_SMALL_SIZES);
+		zkl_last.names_cxt = AllocSetContextCreate(TopMemoryContext, "zklock published waits seen",
+												   ALLOCSET_SMALL_SIZES);
 		zkl_last.pg_waiters = MemoryContextAlloc(TopMemoryContext,
 												 sizeof(int) * ProcGlobal->allProcCount);
 	}
