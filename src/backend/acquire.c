@@ -66,7 +66,7 @@ zkl_who_am_i(void)
 	Oid			user = GetUserId();
 	const char *app = application_name ? application_name : "";
 	StringInfoData buf;
-	char		host[256];
+	char		host[ZKL_HOST_NAME_LEN];
 
 	if (zkl_who != NULL && user == zkl_who_user && strcmp(zkl_who_app, app) == 0)
 		return zkl_who;

@@ -60,6 +60,10 @@ extern TimestampTz zkl_stats_end(zkl_stats_event event);
 
 extern void zkl_random_uuid(char *out);
 extern void zkl_json_field(StringInfo buf, const char *key, const char *value);
+
+/* Room for gethostname's answer: POSIX's longest host name (255) and a NUL. */
+#define ZKL_HOST_NAME_LEN	256
+
 extern void zkl_host_name(char *host, size_t size);
 extern bool zkl_give_up(int slotno, uint32 generation, bool counts_as_cancel, bool only_waiting);
 extern void zkl_cancel_wait(bool counts_as_cancel);

@@ -69,7 +69,7 @@ zkl_cluster_label(const char *cluster, const char *host, const char *port)
 char	   *
 zkl_own_cluster_label(void)
 {
-	char		host[256];
+	char		host[ZKL_HOST_NAME_LEN];
 
 	zkl_host_name(host, sizeof(host));
 	return zkl_cluster_label(cluster_name, host, psprintf("%d", PostPortNumber));

@@ -61,6 +61,19 @@ typedef enum zkl_slot_op
 								 * the node stays until the slot is given up */
 } zkl_slot_op;
 
+/*
+ * A ZooKeeper session's password, as the client library's clientid_t keeps
+ * it (16 bytes, not a string), so that a restarted worker can reattach.
+ */
+#define ZKL_SESSION_PASSWD_LEN	16
+
+/* The server a session is connected to, "host:port", for zk_status(). */
+#define ZKL_SERVER_LEN		128
+
+/*
+ * zklock's own answers in zk_rc, far below every ZooKeeper error code (the
+ * client library's stop above -200), so that the two never meet.
+ */
 /* zk_rc of a request refused because it would wait on itself. */
 #define ZKL_RC_DEADLOCK		(-1000)
 /* zkl_ask_worker's answer when a deadlock check found no reserve slot. */
@@ -251,9 +264,9 @@ typedef struct zkl_shared_state
 	int			worker_pid;
 	zkl_session_state session_state;
 	int64		session_id;
-	char		session_passwd[16];
+	char		session_passwd[ZKL_SESSION_PASSWD_LEN];
 	int			negotiated_timeout; /* ms */
-	char		server[128];
+	char		server[ZKL_SERVER_LEN];
 	TimestampTz connected_since;
 	TimestampTz disconnected_since;
 	TimestampTz last_contact;	/* a heartbeat sent then was answered */

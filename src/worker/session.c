@@ -37,6 +37,10 @@
 #include "worker/slot_steps.h"
 #include "worker/zk_events.h"
 
+/* A session's password is kept in shared memory byte for byte. */
+StaticAssertDecl(sizeof(((clientid_t *) 0)->passwd) == ZKL_SESSION_PASSWD_LEN,
+				 "ZKL_SESSION_PASSWD_LEN is the client library's password length");
+
 char	   *zkl_current_hosts = NULL;
 
 /* The credentials given to the session in use (zklock.auth when given). */

@@ -61,6 +61,28 @@ static int64 zkl_last_hold_watch = 0;
 #define ZKL_LOG_WINDOW_MS	60000
 #define ZKL_LOG_BUDGET		20
 
+/*
+ * The shortest heartbeat interval, whatever timeout ZooKeeper negotiated: a
+ * ping every 100 ms is already more than a session needs to stay proven.
+ */
+#define ZKL_HEARTBEAT_MIN_MS	100
+
+/*
+ * While requests wait for a slot of the ZooKeeper client's queue (or for a
+ * refused call's retry), the loop looks at them again this often.
+ */
+#define ZKL_WORK_RETRY_MS	100
+
+/*
+ * At shutdown the worker lets the releases under way finish for this long
+ * before it closes the session (whose end deletes its nodes anyway): long
+ * enough for a few round trips, short of PostgreSQL's own shutdown waits.
+ */
+#define ZKL_SHUTDOWN_GRACE_MS	3000
+
+/* The loop waits on its latch, the postmaster's death and the event fd. */
+#define ZKL_WAIT_EVENTS		3
+
 static struct
 {
 	char		key[128];		/* the text with each run of digits as "#" */
@@ -208,11 +230,12 @@ zkl_take_requests(void)
 static int
 zkl_heartbeat_interval(void)
 {
-	return Max(zkl_shared->negotiated_timeout / 6, 100);
+	return Max(zkl_shared->negotiated_timeout / 6, ZKL_HEARTBEAT_MIN_MS);
 }
 
 /* Slots of exited backends are looked for at most this often. */
 #define ZKL_REAP_INTERVAL_MS	10000
+
 static int64 zkl_last_reap = 0;
 
 /*
@@ -258,7 +281,7 @@ zkl_heartbeat(void)
 	}
 	/* Not counted in zk_requests, which shows what locks cost. */
 	rc = zoo_async(zkl_zh, "/", zkl_void_string_done,
-				   (const void *) (uintptr_t) ((uint64) ZKL_EV_HEARTBEAT << 24));
+				   zkl_request_ctx(ZKL_EV_HEARTBEAT, 0, 0));
 	first_refusal = rc != ZOK && zkl_heartbeat_state.retry_at == 0;
 	zkl_beat_sent(&zkl_heartbeat_state, rc == ZOK, now);
 	if (rc == ZOK)
@@ -340,7 +363,7 @@ zkl_sleep_time(int64 shutdown_deadline)
 		next = shutdown_deadline;
 	if (connected && zkl_work_pending())
 	{
-		int64		retry = zkl_after_ms(now, 100);
+		int64		retry = zkl_after_ms(now, ZKL_WORK_RETRY_MS);
 
 		if (next == 0 || retry < next)
 			next = retry;
@@ -484,7 +507,7 @@ zkl_worker_start(void)
 	/* Slots left by an earlier worker go on in the session it recorded. */
 	zkl_adopt_slots();
 
-	wes = zkl_process_wait_event_set(3);
+	wes = zkl_process_wait_event_set(ZKL_WAIT_EVENTS);
 	AddWaitEventToSet(wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 	AddWaitEventToSet(wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
 	AddWaitEventToSet(wes, WL_SOCKET_READABLE, event_fd, NULL, NULL);
@@ -506,7 +529,7 @@ zkl_shutdown_due(int64 *deadline)
 		return false;
 	now = zkl_now();
 	if (*deadline == 0)
-		*deadline = zkl_after_ms(now, 3000);
+		*deadline = zkl_after_ms(now, ZKL_SHUTDOWN_GRACE_MS);
 	return now >= *deadline || zkl_zh == NULL ||
 		zkl_shared->session_state != ZKL_SESSION_CONNECTED ||
 		zkl_slots_in_use() == 0;
@@ -528,7 +551,7 @@ zkl_worker_main(Datum arg)
 	 */
 	for (;;)
 	{
-		WaitEvent	events[3];
+		WaitEvent	events[ZKL_WAIT_EVENTS];
 		MemoryContext old;
 
 		zkl_handle_interrupts();
