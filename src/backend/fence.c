@@ -161,6 +161,74 @@ zkl_extension_schema(void)
 }
 
 /*
+ * The statements' text, for table (schema-qualified) keyed on keycol (NULL:
+ * the 1.1 table, keyed on the resource alone).  Every operator and function
+ * is pg_catalog's by name: the statements run as the tables' owner and must
+ * not depend on a search_path.
+ *
+ * From 1.5 a row of zk_fence_tokens carries the name its role had when it
+ * was written (named): a row of another name is a dropped role's whose OID
+ * came back (or the role was renamed), never the caller's fence.  It is not
+ * read, and the upsert writes over it whatever its token.
+ */
+static void
+zkl_fence_upsert_sql(StringInfo sql, const char *table, const char *keycol,
+					 bool named)
+{
+	if (keycol == NULL)
+		appendStringInfo(sql,
+						 "INSERT INTO %s AS t (resource, token, accepted_at) "
+						 "VALUES ($1, $2, pg_catalog.now()) "
+						 "ON CONFLICT (resource) DO UPDATE ", table);
+	else if (named)
+		appendStringInfo(sql,
+						 "INSERT INTO %s AS t (fencer, fencer_name, resource, token, accepted_at) "
+						 "VALUES ($3, pg_catalog.pg_get_userbyid($3), $1, $2, pg_catalog.now()) "
+						 "ON CONFLICT (fencer, resource) DO UPDATE ", table);
+	else
+		appendStringInfo(sql,
+						 "INSERT INTO %s AS t (%s, resource, token, accepted_at) "
+						 "VALUES ($3, $1, $2, pg_catalog.now()) "
+						 "ON CONFLICT (%s, resource) DO UPDATE ",
+						 table, keycol, keycol);
+	appendStringInfoString(sql,
+						   "SET token = EXCLUDED.token, accepted_at = EXCLUDED.accepted_at ");
+	if (named)
+		appendStringInfoString(sql,
+							   ", fencer_name = EXCLUDED.fencer_name "
+							   "WHERE t.token OPERATOR(pg_catalog.<=) EXCLUDED.token "
+							   "OR (t.fencer_name OPERATOR(pg_catalog.=) EXCLUDED.fencer_name) IS FALSE");
+	else
+		appendStringInfoString(sql,
+							   "WHERE t.token OPERATOR(pg_catalog.<=) EXCLUDED.token");
+}
+
+/* The read of a fence's accepted token: see zkl_fence_upsert_sql. */
+static void
+zkl_fence_current_sql(StringInfo sql, const char *table, const char *keycol,
+					  bool named)
+{
+	appendStringInfo(sql, "SELECT token FROM %s WHERE resource OPERATOR(pg_catalog.=) $1", table);
+	if (keycol != NULL)
+		appendStringInfo(sql, " AND %s OPERATOR(pg_catalog.=) $3", keycol);
+	if (named)
+		appendStringInfoString(sql,
+							   " AND (fencer_name OPERATOR(pg_catalog.=) pg_catalog.pg_get_userbyid($3)) IS NOT FALSE");
+}
+
+/* sql prepared, or an error. */
+static SPIPlanPtr
+zkl_fence_plan(const char *sql, int nargs, Oid *argtypes)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+			 sql, SPI_result_code_string(SPI_result));
+	return plan;
+}
+
+/*
  * Make sure the statements of kind are prepared for its table where it is
  * now; the plans.  Runs inside SPI_connect().
  */
@@ -195,58 +263,12 @@ zkl_fence_prepare(zkl_fence_kind kind)
 		plans->relid == relid && plans->named == named)
 		return plans;
 
-	/*
-	 * Every operator and function is pg_catalog's by name: the statements
-	 * run as the tables' owner and must not depend on a search_path.
-	 *
-	 * From 1.5 a row of zk_fence_tokens carries the name its role had when
-	 * it was written: a row of another name is a dropped role's whose OID
-	 * came back (or the role was renamed), never the caller's fence.  It is
-	 * not read, and the upsert writes over it whatever its token.
-	 */
 	initStringInfo(&sql);
-	if (keycol == NULL)
-		appendStringInfo(&sql,
-						 "INSERT INTO %s AS t (resource, token, accepted_at) "
-						 "VALUES ($1, $2, pg_catalog.now()) "
-						 "ON CONFLICT (resource) DO UPDATE ", table);
-	else if (named)
-		appendStringInfo(&sql,
-						 "INSERT INTO %s AS t (fencer, fencer_name, resource, token, accepted_at) "
-						 "VALUES ($3, pg_catalog.pg_get_userbyid($3), $1, $2, pg_catalog.now()) "
-						 "ON CONFLICT (fencer, resource) DO UPDATE ", table);
-	else
-		appendStringInfo(&sql,
-						 "INSERT INTO %s AS t (%s, resource, token, accepted_at) "
-						 "VALUES ($3, $1, $2, pg_catalog.now()) "
-						 "ON CONFLICT (%s, resource) DO UPDATE ",
-						 table, keycol, keycol);
-	appendStringInfoString(&sql,
-						   "SET token = EXCLUDED.token, accepted_at = EXCLUDED.accepted_at ");
-	if (named)
-		appendStringInfoString(&sql,
-							   ", fencer_name = EXCLUDED.fencer_name "
-							   "WHERE t.token OPERATOR(pg_catalog.<=) EXCLUDED.token "
-							   "OR (t.fencer_name OPERATOR(pg_catalog.=) EXCLUDED.fencer_name) IS FALSE");
-	else
-		appendStringInfoString(&sql,
-							   "WHERE t.token OPERATOR(pg_catalog.<=) EXCLUDED.token");
-	upsert = SPI_prepare(sql.data, nargs, argtypes);
-	if (upsert == NULL)
-		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-			 sql.data, SPI_result_code_string(SPI_result));
-
+	zkl_fence_upsert_sql(&sql, table, keycol, named);
+	upsert = zkl_fence_plan(sql.data, nargs, argtypes);
 	resetStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT token FROM %s WHERE resource OPERATOR(pg_catalog.=) $1", table);
-	if (keycol != NULL)
-		appendStringInfo(&sql, " AND %s OPERATOR(pg_catalog.=) $3", keycol);
-	if (named)
-		appendStringInfoString(&sql,
-							   " AND (fencer_name OPERATOR(pg_catalog.=) pg_catalog.pg_get_userbyid($3)) IS NOT FALSE");
-	current = SPI_prepare(sql.data, nargs, argtypes);
-	if (current == NULL)
-		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-			 sql.data, SPI_result_code_string(SPI_result));
+	zkl_fence_current_sql(&sql, table, keycol, named);
+	current = zkl_fence_plan(sql.data, nargs, argtypes);
 
 	/* Both made: only now replace what the session kept. */
 	if (SPI_keepplan(upsert) != 0 || SPI_keepplan(current) != 0)
