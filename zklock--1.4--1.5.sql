@@ -211,3 +211,30 @@ CREATE EVENT TRIGGER zk_fence_tree_check ON ddl_command_end
 	WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE', 'CREATE FOREIGN TABLE',
 				 'ALTER FOREIGN TABLE', 'CREATE TRIGGER')
 	EXECUTE FUNCTION zk_fence_tree_check();
+
+-- Issue 42 (fence rows of dropped roles, and what a dump carries).  A row
+-- of zk_fence_tokens names its role by OID, and roles are the cluster's:
+-- DROP ROLE, in whatever database it runs, fires no trigger here, and the
+-- row stays behind with a number that CREATE ROLE may give again, in the
+-- cluster, once the OID counter wraps around.  Each row now carries the
+-- name its role had when the row was written (fencer_name): zk_fence reads
+-- and advances only a row whose name is its caller's name now, and writes
+-- over any other, whose token is then no longer compared (a new token must
+-- be proven, as for a fence seen the first time).  A role renamed starts
+-- its fences anew the same way.  A row whose fencer_name is null (written
+-- by hand) is taken as its role's.
+ALTER TABLE zk_fence_tokens ADD COLUMN fencer_name pg_catalog.name;
+UPDATE zk_fence_tokens SET fencer_name = pg_catalog.pg_get_userbyid(fencer::pg_catalog.oid);
+
+-- A dump carries the rows of the fencing tables by name (regrole and
+-- regclass print names): a restore gives them to the role and the table
+-- of that name.  A row whose role or table is gone prints as a bare OID,
+-- which a restore would give to whatever role or relation has that OID
+-- there: pg_dump now leaves such rows out (the condition is the filter of
+-- pg_extension_config_dump, run by pg_dump with a search_path of nothing).
+SELECT pg_catalog.pg_extension_config_dump('zk_fence_tokens',
+	'WHERE EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) fencer::pg_catalog.oid)');
+SELECT pg_catalog.pg_extension_config_dump('zk_fence_table_tokens',
+	'WHERE EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) fenced_table::pg_catalog.oid)');
+
+-- End of issue 42's block (fence rows of dropped roles).

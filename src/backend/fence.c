@@ -104,6 +104,7 @@ typedef struct zkl_fence_plans
 {
 	char	   *table;
 	Oid			relid;
+	bool		named;			/* zk_fence_tokens has fencer_name (1.5) */
 	SPIPlanPtr	upsert;
 	SPIPlanPtr	current;
 }			zkl_fence_plans;
@@ -160,6 +161,74 @@ zkl_extension_schema(void)
 }
 
 /*
+ * The statements' text, for table (schema-qualified) keyed on keycol (NULL:
+ * the 1.1 table, keyed on the resource alone).  Every operator and function
+ * is pg_catalog's by name: the statements run as the tables' owner and must
+ * not depend on a search_path.
+ *
+ * From 1.5 a row of zk_fence_tokens carries the name its role had when it
+ * was written (named): a row of another name is a dropped role's whose OID
+ * came back (or the role was renamed), never the caller's fence.  It is not
+ * read, and the upsert writes over it whatever its token.
+ */
+static void
+zkl_fence_upsert_sql(StringInfo sql, const char *table, const char *keycol,
+					 bool named)
+{
+	if (keycol == NULL)
+		appendStringInfo(sql,
+						 "INSERT INTO %s AS t (resource, token, accepted_at) "
+						 "VALUES ($1, $2, pg_catalog.now()) "
+						 "ON CONFLICT (resource) DO UPDATE ", table);
+	else if (named)
+		appendStringInfo(sql,
+						 "INSERT INTO %s AS t (fencer, fencer_name, resource, token, accepted_at) "
+						 "VALUES ($3, pg_catalog.pg_get_userbyid($3), $1, $2, pg_catalog.now()) "
+						 "ON CONFLICT (fencer, resource) DO UPDATE ", table);
+	else
+		appendStringInfo(sql,
+						 "INSERT INTO %s AS t (%s, resource, token, accepted_at) "
+						 "VALUES ($3, $1, $2, pg_catalog.now()) "
+						 "ON CONFLICT (%s, resource) DO UPDATE ",
+						 table, keycol, keycol);
+	appendStringInfoString(sql,
+						   "SET token = EXCLUDED.token, accepted_at = EXCLUDED.accepted_at ");
+	if (named)
+		appendStringInfoString(sql,
+							   ", fencer_name = EXCLUDED.fencer_name "
+							   "WHERE t.token OPERATOR(pg_catalog.<=) EXCLUDED.token "
+							   "OR (t.fencer_name OPERATOR(pg_catalog.=) EXCLUDED.fencer_name) IS FALSE");
+	else
+		appendStringInfoString(sql,
+							   "WHERE t.token OPERATOR(pg_catalog.<=) EXCLUDED.token");
+}
+
+/* The read of a fence's accepted token: see zkl_fence_upsert_sql. */
+static void
+zkl_fence_current_sql(StringInfo sql, const char *table, const char *keycol,
+					  bool named)
+{
+	appendStringInfo(sql, "SELECT token FROM %s WHERE resource OPERATOR(pg_catalog.=) $1", table);
+	if (keycol != NULL)
+		appendStringInfo(sql, " AND %s OPERATOR(pg_catalog.=) $3", keycol);
+	if (named)
+		appendStringInfoString(sql,
+							   " AND (fencer_name OPERATOR(pg_catalog.=) pg_catalog.pg_get_userbyid($3)) IS NOT FALSE");
+}
+
+/* sql prepared, or an error. */
+static SPIPlanPtr
+zkl_fence_plan(const char *sql, int nargs, Oid *argtypes)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+			 sql, SPI_result_code_string(SPI_result));
+	return plan;
+}
+
+/*
  * Make sure the statements of kind are prepared for its table where it is
  * now; the plans.  Runs inside SPI_connect().
  */
@@ -180,45 +249,26 @@ zkl_fence_prepare(zkl_fence_kind kind)
 	int			nargs = keycol != NULL ? 3 : 2;
 	SPIPlanPtr	upsert;
 	SPIPlanPtr	current;
+	bool		named;
 
 	nsp = zkl_extension_schema();
 	nspname = get_namespace_name(nsp);
 	relid = get_relname_relid(relname, nsp);
 	if (nspname == NULL || !OidIsValid(relid))
 		elog(ERROR, "table \"%s\" of extension \"zklock\" not found", relname);
+	named = kind == ZKL_FENCE_ROLE &&
+		get_attnum(relid, "fencer_name") != InvalidAttrNumber;
 	table = psprintf("%s.%s", quote_identifier(nspname), relname);
 	if (plans->table != NULL && strcmp(plans->table, table) == 0 &&
-		plans->relid == relid)
+		plans->relid == relid && plans->named == named)
 		return plans;
 
 	initStringInfo(&sql);
-	if (keycol == NULL)
-		appendStringInfo(&sql,
-						 "INSERT INTO %s AS t (resource, token, accepted_at) "
-						 "VALUES ($1, $2, now()) "
-						 "ON CONFLICT (resource) DO UPDATE ", table);
-	else
-		appendStringInfo(&sql,
-						 "INSERT INTO %s AS t (%s, resource, token, accepted_at) "
-						 "VALUES ($3, $1, $2, now()) "
-						 "ON CONFLICT (%s, resource) DO UPDATE ",
-						 table, keycol, keycol);
-	appendStringInfoString(&sql,
-						   "SET token = EXCLUDED.token, accepted_at = EXCLUDED.accepted_at "
-						   "WHERE t.token <= EXCLUDED.token");
-	upsert = SPI_prepare(sql.data, nargs, argtypes);
-	if (upsert == NULL)
-		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-			 sql.data, SPI_result_code_string(SPI_result));
-
+	zkl_fence_upsert_sql(&sql, table, keycol, named);
+	upsert = zkl_fence_plan(sql.data, nargs, argtypes);
 	resetStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT token FROM %s WHERE resource = $1", table);
-	if (keycol != NULL)
-		appendStringInfo(&sql, " AND %s = $3", keycol);
-	current = SPI_prepare(sql.data, nargs, argtypes);
-	if (current == NULL)
-		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-			 sql.data, SPI_result_code_string(SPI_result));
+	zkl_fence_current_sql(&sql, table, keycol, named);
+	current = zkl_fence_plan(sql.data, nargs, argtypes);
 
 	/* Both made: only now replace what the session kept. */
 	if (SPI_keepplan(upsert) != 0 || SPI_keepplan(current) != 0)
@@ -233,6 +283,7 @@ zkl_fence_prepare(zkl_fence_kind kind)
 	plans->current = current;
 	plans->table = MemoryContextStrdup(TopMemoryContext, table);
 	plans->relid = relid;
+	plans->named = named;
 	return plans;
 }
 
