@@ -379,7 +379,8 @@ zk_locks(PG_FUNCTION_ARGS)
 		values[3] = CStringGetTextDatum(slot->permits > 0 ? "semaphore" :
 										slot->kind == ZKL_NODE_READ ? "shared" : "exclusive");
 		values[4] = CStringGetTextDatum(zkl_scope_name(slot));
-		values[5] = CStringGetTextDatum(slot->state == ZKL_SLOT_HELD && slot->take_reason != ZKL_TAKE_NONE ? "lost" :
+		values[5] = CStringGetTextDatum(slot->stranded ? "stranded" :
+										slot->state == ZKL_SLOT_HELD && slot->take_reason != ZKL_TAKE_NONE ? "lost" :
 										slot->state == ZKL_SLOT_HELD && suspended ? "suspended" :
 										slot->state == ZKL_SLOT_HELD && slot->revoke_requested ? "revoke requested" :
 										zkl_slot_state_name(slot->state));
