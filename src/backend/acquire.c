@@ -176,7 +176,7 @@ zkl_report_failed(const char *name, const char *dir, int zk_rc)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("lock directory \"%s\" of ZooKeeper lock \"%s\" does not let zklock delete its nodes", dir, name),
-				 errdetail("ZooKeeper refused (ZNOAUTH) the delete of a node zklock made there: it stays until this cluster's ZooKeeper session ends, and holds the lock meanwhile. zklock refuses new requests there rather than leave more."),
+				 errdetail("The directory's ACL grants zklock's identity no DELETE of its children (read before the first create there, or learnt from a refused delete): a node zklock made there would stay until this cluster's ZooKeeper session ends and hold the lock against everyone, so zklock makes none."),
 				 errhint("Grant DELETE on the lock directory to zklock's identity (zklock.auth), or to anyone, as zklock's own directories do.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_ZKLOCK_ERROR),

@@ -400,7 +400,8 @@ zk_locks(PG_FUNCTION_ARGS)
 		row->mode = slot->permits > 0 ? "semaphore" :
 			slot->kind == ZKL_NODE_READ ? "shared" : "exclusive";
 		row->scope = zkl_scope_name(slot);
-		row->state = slot->state == ZKL_SLOT_HELD && slot->take_reason != ZKL_TAKE_NONE ? "lost" :
+		row->state = slot->stranded ? "stranded" :
+			slot->state == ZKL_SLOT_HELD && slot->take_reason != ZKL_TAKE_NONE ? "lost" :
 			slot->state == ZKL_SLOT_HELD && suspended ? "suspended" :
 			slot->state == ZKL_SLOT_HELD && slot->revoke_requested ? "revoke requested" :
 			zkl_slot_state_name(slot->state);

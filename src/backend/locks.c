@@ -381,12 +381,57 @@ zkl_report_if_lost(zkl_local_lock *lock)
 			 errhint("Another client may have taken the lock; redo the work under a new lock.")));
 }
 
-/* Release one session-scope hold; false plus a warning when there is none. */
+/*
+ * The release gave the slot up, its node made in a directory whose ACL may
+ * refuse the delete (the worker could not tell: undeletable.c): wait for
+ * the delete's answer, so that a refusal is said to the caller.  Returns
+ * false once the worker found the delete refused (the node stays,
+ * "stranded" in zk_locks); true once the slot is gone, or when there is no
+ * session to send the delete on (it goes once one is back, and a refusal
+ * then is logged and shown in zk_locks).
+ */
+static bool
+zkl_wait_release(int slotno, uint32 generation)
+{
+	zkl_slot   *slot = &zkl_shared->slots[slotno];
+
+	for (;;)
+	{
+		bool		gone;
+		bool		stranded;
+		bool		connected;
+
+		LWLockAcquire(zkl_shared->lock, LW_SHARED);
+		gone = slot->generation != generation || slot->state == ZKL_SLOT_FREE;
+		stranded = !gone && slot->stranded;
+		connected = zkl_shared->session_state == ZKL_SESSION_CONNECTED;
+		LWLockRelease(zkl_shared->lock);
+		if (gone || !connected)
+			return true;
+		if (stranded)
+			return false;
+		/* The worker sets the latch; the timeout looks at the session. */
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000, zkl_wait_event(ZKL_WAIT_WORKER));
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * Release one session-scope hold; false plus a warning when there is none,
+ * or when ZooKeeper refused the delete of its node (which then stays and
+ * holds the lock against everyone: a release that did not free the lock).
+ */
 bool
 zkl_release_session(text *name, zkl_mode mode)
 {
 	char		key[ZKL_MAX_NAME_LEN + 1];
 	zkl_local_lock *lock;
+	int			slotno;
+	uint32		generation;
+	bool		unsure;
+	zkl_local_lock *after;
 
 	zkl_require_shmem();
 	zkl_refuse_parallel();
@@ -403,9 +448,25 @@ zkl_release_session(text *name, zkl_mode mode)
 	}
 	/* A lost hold's release says so, and its transaction cannot commit. */
 	zkl_report_if_lost(lock);
+	slotno = lock->slotno;
+	generation = lock->generation;
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	unsure = zkl_shared->slots[slotno].generation == generation &&
+		zkl_shared->slots[slotno].delete_unsure;
+	LWLockRelease(zkl_shared->lock);
 	lock->session_count--;
 	zkl_settle_local(lock, true);
-	return true;
+	after = zkl_find_local(key, mode);
+	if (!unsure || (after != NULL && after->slotno == slotno && after->generation == generation))
+		return true;
+	if (zkl_wait_release(slotno, generation))
+		return true;
+	ereport(WARNING,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("ZooKeeper lock \"%s\" was given up, but ZooKeeper refused the delete of its node", key),
+			 errdetail("The lock directory's ACL does not let zklock's identity delete its children: the node stays, and holds the lock against every client, until a later attempt deletes it or this cluster's ZooKeeper session ends. zk_locks shows it as \"stranded\"."),
+			 errhint("Grant DELETE on the lock directory to zklock's identity (zklock.auth), or to anyone, as zklock's own directories do.")));
+	return false;
 }
 
 /*

@@ -442,6 +442,8 @@ zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserv
 	slot->session_count = slot->xact_count = 0;
 	slot->zk_rc = 0;
 	slot->behind = false;
+	slot->delete_unsure = false;
+	slot->stranded = false;
 	slot->token = 0;
 	slot->requested_at = start;
 	slot->granted_at = 0;

@@ -118,7 +118,8 @@ typedef enum zkl_session_state
  *   the queue or adopted from its predecessor (taking it, under the lock,
  *   orders it after the writes).
  * - Outcome fields (node, lease, token, granted_at, granted_session, zk_rc,
- *   behind, revoke_requested, take_reason) are written by
+ *   behind, revoke_requested, take_reason, delete_unsure, stranded) are
+ *   written by
  *   the worker, under the lock held exclusively (the backend that claims a
  *   slot resets them while claiming).  The worker reads its own writes
  *   without the lock; everyone else reads them under the lock.
@@ -194,6 +195,11 @@ typedef struct zkl_slot
 	int32		xact_count;
 	int			zk_rc;			/* ZooKeeper error of a FAILED request */
 	bool		behind;			/* another holder was found ahead: it waits */
+	bool		delete_unsure;	/* made in a directory whose ACL may refuse
+								 * its delete (undeletable.c): the release
+								 * waits for the delete's answer */
+	bool		stranded;		/* given up, its node's delete refused: the
+								 * node stays (zk_locks: "stranded") */
 	int64		token;			/* czxid of our node */
 	TimestampTz requested_at;
 	TimestampTz granted_at;

@@ -56,7 +56,11 @@ zkl_redo(int slotno, zkl_slot *slot)
 			zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
 			break;
 		case ZKL_PH_DELETING:
+		case ZKL_PH_STRANDED:
 			zkl_send_delete(slotno, slot);
+			break;
+		case ZKL_PH_CHECKING:
+			zkl_send_contender(slotno, slot);
 			break;
 		case ZKL_PH_HELD:
 			zkl_watch_own_node(slotno, slot);
@@ -100,6 +104,17 @@ zkl_release(int slotno, zkl_slot *slot, zkl_slot_state state)
 			work->retry = false;
 			zkl_send_delete(slotno, slot);
 			return true;
+		case ZKL_PH_CHECKING:
+			/* Nothing was created: the ACL's answer is not needed. */
+			if (work->retry)
+			{
+				zkl_free_slot(slotno);
+				return true;
+			}
+			return false;
+		case ZKL_PH_STRANDED:
+			/* Its delete is tried again with the heartbeat ticks. */
+			return !work->retry;
 		default:
 			/* A create's or a delete's completion sees !wanted and goes on. */
 			return false;

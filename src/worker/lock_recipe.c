@@ -128,11 +128,29 @@ zkl_send_contender(int slotno, zkl_slot *slot)
 {
 	char	   *prefix;
 
-	/* A directory that refused our delete would strand this node too. */
-	if (zkl_undeletable(slot->dir))
+	zkl_dir_verdict verdict;
+
+	/*
+	 * A directory whose ACL zklock has not read lately is read first; one
+	 * that would strand this node is refused before it is made.
+	 */
+	if (!zkl_dir_checked(slot->dir, &verdict))
+	{
+		zkl_works[slotno].phase = ZKL_PH_CHECKING;
+		(void) zkl_sent_alone(slotno, zoo_aget_acl(zkl_zh, slot->dir, zkl_acl_done,
+												   zkl_ctx(ZKL_EV_DIR_ACL, slotno)));
+		return;
+	}
+	if (verdict == ZKL_DIR_DELETE_REFUSED)
 	{
 		zkl_fail_slot(slotno, ZKL_RC_DELETE_REFUSED);
 		return;
+	}
+	if (verdict == ZKL_DIR_DELETE_UNSURE && !slot->delete_unsure)
+	{
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		slot->delete_unsure = true;
+		LWLockRelease(zkl_shared->lock);
 	}
 	/* "_c_<uuid>-" then the marker: Curator's protected-mode names. */
 	prefix = psprintf("%s/" ZKL_PROTECTED_PREFIX "%s-%s", slot->dir, slot->uuid,
@@ -463,6 +481,33 @@ zkl_found_node(int slotno, zkl_slot *slot, const char *child, int64 czxid)
 
 /* ---- what each event does, by the slot's phase (see the table above) ---- */
 
+/*
+ * The lock directory's ACL, before the first create there (undeletable.c).
+ * ZNONODE: no directory yet; zklock makes it, with its own ACL.  ZNOAUTH:
+ * the directory grants zklock neither READ nor ADMIN, so its listing would
+ * be refused too: the request fails before anything is made, as it would
+ * after its create.  A connection loss reads again; a session's end is
+ * the session's business; anything else fails the request.
+ */
+static void
+zkl_on_dir_acl(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
+{
+	if (!wanted)
+	{
+		/* Given up before anything was made. */
+		zkl_free_slot(slotno);
+		return;
+	}
+	if (ev->rc == ZOK || ev->rc == ZNONODE)
+	{
+		(void) zkl_dir_acl_read(slot->dir, ev);
+		zkl_works[slotno].phase = ZKL_PH_IDLE;
+		zkl_send_contender(slotno, slot);
+	}
+	else
+		zkl_request_failed(slotno, ev->rc);
+}
+
 static void
 zkl_on_created(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 {
@@ -658,6 +703,51 @@ zkl_on_own_watch(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 	}
 }
 
+/*
+ * The delete of a node given up was refused for good: the node stays, and
+ * so does the slot, "stranded" in zk_locks, its delete tried again with the
+ * heartbeat ticks (zkl_retry_stranded) until it works or the session ends
+ * (zkl_session_lost frees it with every other slot given up).  A release
+ * waiting for this answer is told.  Only a slot given up (RELEASING, or a
+ * try's BUSY) is kept so; false otherwise.
+ */
+static bool
+zkl_strand(int slotno, zkl_slot *slot)
+{
+	bool		kept;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	kept = slot->take_reason == ZKL_TAKE_NONE &&
+		(slot->state == ZKL_SLOT_RELEASING || slot->state == ZKL_SLOT_BUSY);
+	if (kept)
+	{
+		slot->stranded = true;
+		zkl_wake_backend(slot);
+	}
+	LWLockRelease(zkl_shared->lock);
+	if (kept)
+		zkl_works[slotno].phase = ZKL_PH_STRANDED;
+	return kept;
+}
+
+/*
+ * Each heartbeat tick, the delete of every stranded node is tried again
+ * (one request each; their number is bounded: a directory that stranded
+ * one is refused new requests while it lasts).
+ */
+void
+zkl_retry_stranded(void)
+{
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	for (int i = zkl_shared->used_head; i >= 0; i = zkl_shared->slots[i].next)
+		if (zkl_works[i].phase == ZKL_PH_STRANDED && !zkl_works[i].retry)
+		{
+			zkl_works[i].retry = true;
+			zkl_mark_pending(i);
+		}
+	LWLockRelease(zkl_shared->lock);
+}
+
 static void
 zkl_on_deleted(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 {
@@ -670,8 +760,17 @@ zkl_on_deleted(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 	{
 		if (zkl_connection_trouble(slotno, ev->rc))
 			return;
-		/* Nothing more to try: the node lasts until the session ends. */
+		/* Refused: the node lasts until the session ends, or a retry. */
 		zkl_delete_refused(slot, ev->rc);
+		if (fail_rc == 0 && zkl_strand(slotno, slot))
+			return;
+	}
+	else if (slot->stranded)
+	{
+		ereport(LOG,
+				(errmsg("zklock deleted ZooKeeper node \"%s/%s\", which an earlier attempt could not delete",
+						slot->dir, slot->node)));
+		zkl_delete_worked(slot->dir);
 	}
 	if (fail_rc != 0)
 	{
@@ -698,6 +797,11 @@ zkl_on_deleted(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 	}
 	if (released)
 		zkl_count(released);
+	/* A release that waits for this answer (delete_unsure) learns it. */
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (slot->delete_unsure)
+		zkl_wake_backend(slot);
+	LWLockRelease(zkl_shared->lock);
 	zkl_free_slot(slotno);
 }
 
@@ -715,5 +819,6 @@ const zkl_event_route zkl_lock_routes[] = {
 	{ZKL_EV_OWN_EXISTS, ZKL_PH_OWN_NODE, false, zkl_on_own_exists},
 	{ZKL_EV_OWN_WATCH, ZKL_PH_OWN_NODE, true, zkl_on_own_watch},
 	{ZKL_EV_DELETED, ZKL_PH_DELETING, false, zkl_on_deleted},
+	{ZKL_EV_DIR_ACL, ZKL_PH_CHECKING, false, zkl_on_dir_acl},
 	{0, 0, false, NULL}
 };

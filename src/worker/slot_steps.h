@@ -29,7 +29,11 @@ typedef enum zkl_phase
 	ZKL_PH_LEASING,				/* semaphore: a lease request in flight */
 	ZKL_PH_LEASE_WAITING,		/* semaphore: leases/ full and watched */
 	ZKL_PH_UNLOCKING,			/* semaphore: its mutex being given up */
-	ZKL_PH_PUBLISHED			/* a backend's wait node exists */
+	ZKL_PH_PUBLISHED,			/* a backend's wait node exists */
+	ZKL_PH_CHECKING,			/* the directory's ACL being read, before the
+								 * create (undeletable.c) */
+	ZKL_PH_STRANDED				/* given up, our node's delete refused: tried
+								 * again with the heartbeat ticks */
 } zkl_phase;
 
 typedef struct zkl_work

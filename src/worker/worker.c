@@ -36,6 +36,7 @@
 #include "rules/clock.h"
 #include "rules/heartbeat.h"
 #include "worker/dispatch.h"
+#include "worker/lock_recipe.h"
 #include "worker/session.h"
 #include "worker/session_file.h"
 #include "worker/slot_recovery.h"
@@ -310,6 +311,7 @@ zkl_periodic(void)
 	{
 		zkl_last_hold_watch = now;
 		zkl_check_holds();
+		zkl_retry_stranded();
 	}
 	if (zkl_due(zkl_last_reap, ZKL_REAP_INTERVAL_MS, now))
 	{

@@ -164,6 +164,28 @@ zkl_void_string_done(int rc, const char *value, const void *data)
 	zkl_event_post(zkl_event_new(data, rc));
 }
 
+/* A directory's ACL: every entry copied (the library frees its own). */
+void
+zkl_acl_done(int rc, struct ACL_vector *acl, struct Stat *stat, const void *data)
+{
+	zkl_event  *ev = zkl_event_new(data, rc);
+
+	if (rc == ZOK && acl != NULL && acl->count > 0)
+	{
+		ev->acl = calloc(acl->count, sizeof(zkl_event_acl));
+		if (ev->acl == NULL)
+			abort();
+		for (int i = 0; i < acl->count; i++)
+		{
+			ev->acl[i].perms = acl->data[i].perms;
+			ev->acl[i].scheme = zkl_strdup(acl->data[i].id.scheme);
+			ev->acl[i].id = zkl_strdup(acl->data[i].id.id);
+		}
+		ev->nacl = acl->count;
+	}
+	zkl_event_post(ev);
+}
+
 /* Where needle is in the len bytes at hay (which need not end in '\0'). */
 static const char *
 zkl_memmem(const char *hay, int len, const char *needle)
@@ -258,6 +280,12 @@ zkl_event_free(zkl_event *ev)
 	for (int i = 0; i < ev->nchildren; i++)
 		free(ev->children[i]);
 	free(ev->children);
+	for (int i = 0; i < ev->nacl; i++)
+	{
+		free(ev->acl[i].scheme);
+		free(ev->acl[i].id);
+	}
+	free(ev->acl);
 	free(ev->data);
 	free(ev->path);
 	free(ev);

@@ -47,8 +47,18 @@ typedef enum zkl_event_kind
 								 * write ahead of it went */
 	ZKL_EV_BATCHED,				/* one operation's share of a multi's answer
 								 * (write_batch.c) */
-	ZKL_EV_LOG					/* a line the library logged (in path) */
+	ZKL_EV_LOG,					/* a line the library logged (in path) */
+	ZKL_EV_DIR_ACL				/* a lock directory's ACL, before the first
+								 * create there (undeletable.c) */
 } zkl_event_kind;
+
+/* One entry of a directory's ACL (ZKL_EV_DIR_ACL), malloc'd. */
+typedef struct zkl_event_acl
+{
+	int32		perms;
+	char	   *scheme;
+	char	   *id;
+} zkl_event_acl;
 
 /*
  * Filled with malloc on a libzookeeper thread, consumed on the main thread.
@@ -87,6 +97,8 @@ typedef struct zkl_event
 								 * known (ZBADVERSION) */
 	char	   *data;			/* node data (getData), data_len bytes */
 	int			data_len;
+	int			nacl;			/* ZKL_EV_DIR_ACL: the directory's ACL */
+	zkl_event_acl *acl;
 } zkl_event;
 
 extern void zkl_string_stat_done(int rc, const char *value, const struct Stat *stat, const void *data);
@@ -96,6 +108,7 @@ extern void zkl_strings_stat_done(int rc, const struct String_vector *strings,
 extern void zkl_stat_done(int rc, const struct Stat *stat, const void *data);
 extern void zkl_void_done(int rc, const void *data);
 extern void zkl_void_string_done(int rc, const char *value, const void *data);
+extern void zkl_acl_done(int rc, struct ACL_vector *acl, struct Stat *stat, const void *data);
 extern void zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat, const void *data);
 extern void zkl_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 extern void zkl_session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
