@@ -193,7 +193,17 @@ void
 zkl_delete_refused(const zkl_slot *slot, int rc)
 {
 	if (slot->stranded)
-		return;					/* said when it was first refused */
+	{
+		/*
+		 * Said when it was first refused; a retry refused again keeps the
+		 * directory refused while the node stays, or the refusal would lapse
+		 * after ZKL_DIR_ACL_MS and an ACL that cannot tell (ip, sasl) would
+		 * let new requests strand more nodes, one slot each.
+		 */
+		if (rc == ZNOAUTH)
+			zkl_dir_note(slot->dir, ZKL_DIR_DELETE_REFUSED, zkl_shared->session_id);
+		return;
+	}
 	if (rc != ZNOAUTH)
 	{
 		ereport(LOG,
