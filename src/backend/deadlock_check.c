@@ -63,6 +63,13 @@
 #include "names/encode.h"
 #include "rules/waits_for.h"
 
+/* A wait on a PostgreSQL lock: whose, and since when (zkl_pg_waiters). */
+typedef struct zkl_pg_wait
+{
+	int			pid;
+	uint64		since;
+} zkl_pg_wait;
+
 /*
  * What this backend's last check of its wait (slotno, generation) read,
  * for zkl_deadlock_recheck_due: whether the reading can be relied on, the
@@ -87,7 +94,7 @@ static struct
 	zkl_backend_ref reach[ZKL_MAX_WAIT_EDGES + 1];
 	char	  **reach_names;	/* the same, as the worker names waits */
 	int			npg;
-	int		   *pg_waiters;		/* MaxBackends entries */
+	zkl_pg_wait *pg_waiters;	/* MaxBackends entries */
 	MemoryContext cxt;			/* holds reach_names */
 	MemoryContext names_cxt;	/* holds names, replaced by a look too */
 }			zkl_last;
@@ -95,15 +102,30 @@ static struct
 static bool zkl_own_wait(zkl_slot *slot, uint32 generation, zkl_published *own, int *spare);
 static void zkl_remember_waits(const zkl_graph *g);
 
-/* The pids of this cluster's backends that wait on a PostgreSQL lock now. */
+/*
+ * The waits on a PostgreSQL lock of this cluster's backends now, each known
+ * by its backend's pid and the moment it began (PGPROC.waitStart): a
+ * backend that was waiting at the last check and waits now may wait on
+ * another lock, for another blocker (LOCK TABLE t1, t2 past t1; a row lock
+ * whose xid ended), which is a new edge all the same.  A wait whose start
+ * is not yet set counts as new again once it is: one check too many.
+ */
 static int
-zkl_pg_waiters(int *pids, int max)
+zkl_pg_waiters(zkl_pg_wait *waits, int max)
 {
 	int			n = 0;
 
 	for (uint32 i = 0; i < ProcGlobal->allProcCount && n < max; i++)
-		if (ProcGlobal->allProcs[i].pid != 0 && ProcGlobal->allProcs[i].waitLock != NULL)
-			pids[n++] = ProcGlobal->allProcs[i].pid;
+	{
+		PGPROC	   *proc = &ProcGlobal->allProcs[i];
+
+		if (proc->pid != 0 && proc->waitLock != NULL)
+		{
+			waits[n].pid = proc->pid;
+			waits[n].since = pg_atomic_read_u64(&proc->waitStart);
+			n++;
+		}
+	}
 	return n;
 }
 
@@ -126,7 +148,7 @@ zkl_reached(int64 session, int pid)
 static bool
 zkl_new_pg_wait(int64 session)
 {
-	int		   *now = palloc(sizeof(int) * ProcGlobal->allProcCount);
+	zkl_pg_wait *now = palloc(sizeof(zkl_pg_wait) * ProcGlobal->allProcCount);
 	int			n = zkl_pg_waiters(now, ProcGlobal->allProcCount);
 	bool		found = false;
 
@@ -135,9 +157,10 @@ zkl_new_pg_wait(int64 session)
 		bool		known = false;
 
 		for (int j = 0; j < zkl_last.npg && !known; j++)
-			known = zkl_last.pg_waiters[j] == now[i];
+			known = zkl_last.pg_waiters[j].pid == now[i].pid &&
+				zkl_last.pg_waiters[j].since == now[i].since;
 		found = !known && (zkl_last.truncated || zkl_last.edges_full || zkl_last.reach_unknown ||
-						   zkl_reached(session, now[i]));
+						   zkl_reached(session, now[i].pid));
 	}
 	pfree(now);
 	return found;
@@ -233,7 +256,7 @@ zkl_remember_waits(const zkl_graph *g)
 
 /* Remember what the check's first reading saw, for the next look. */
 static void
-zkl_remember(int slotno, uint32 generation, const zkl_graph *g, const int *pg, int npg)
+zkl_remember(int slotno, uint32 generation, const zkl_graph *g, const zkl_pg_wait *pg, int npg)
 {
 	MemoryContext old;
 
@@ -244,7 +267,7 @@ zkl_remember(int slotno, uint32 generation, const zkl_graph *g, const int *pg, i
 		zkl_last.names_cxt = AllocSetContextCreate(TopMemoryContext, "zklock published waits seen",
 												   ALLOCSET_SMALL_SIZES);
 		zkl_last.pg_waiters = MemoryContextAlloc(TopMemoryContext,
-												 sizeof(int) * ProcGlobal->allProcCount);
+												 sizeof(zkl_pg_wait) * ProcGlobal->allProcCount);
 	}
 	MemoryContextReset(zkl_last.cxt);
 	zkl_last.valid = true;
@@ -277,7 +300,7 @@ zkl_remember(int slotno, uint32 generation, const zkl_graph *g, const int *pg, i
 		MemoryContextSwitchTo(old);
 	}
 	zkl_last.npg = Min(npg, (int) ProcGlobal->allProcCount);
-	memcpy(zkl_last.pg_waiters, pg, sizeof(int) * zkl_last.npg);
+	memcpy(zkl_last.pg_waiters, pg, sizeof(zkl_pg_wait) * zkl_last.npg);
 }
 
 /* Whether two readings found the same cycle, node for node. */
@@ -437,13 +460,13 @@ zkl_deadlock_check(int slotno, uint32 generation, const char *name)
 	volatile bool standin = false;
 	int			n2;
 	char	   *volatile result = NULL;
-	int		   *pg;
+	zkl_pg_wait *pg;
 	int			npg;
 
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "zklock deadlock check", ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(cxt);
 	/* A wait on a PostgreSQL lock from now on is news to the next look. */
-	pg = palloc(sizeof(int) * ProcGlobal->allProcCount);
+	pg = palloc(sizeof(zkl_pg_wait) * ProcGlobal->allProcCount);
 	npg = zkl_pg_waiters(pg, ProcGlobal->allProcCount);
 	waiting = zkl_own_wait(slot, generation, &own, &spare);
 
