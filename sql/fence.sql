@@ -6,7 +6,8 @@
 -- Every error expected here is followed by its SQLSTATE (\echo :LAST_ERROR_SQLSTATE).
 \set VERBOSITY default
 
--- the tables are the extension's configuration: pg_dump keeps their rows
+-- the tables are the extension's configuration: pg_dump keeps their rows,
+-- but for those of roles and tables that are gone
 SELECT extconfig::regclass[] AS config_tables, extcondition
 FROM pg_extension WHERE extname = 'zklock';
 

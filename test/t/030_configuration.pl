@@ -244,6 +244,16 @@ ok(kill('STOP', $wpid), '(1) SIGSTOP to A\'s worker');
 $frozen = $wpid;
 sleep 10;
 bg_start($poller, "SELECT 'states', watch_states('expired', 40)");
+# The poller is sampling before the worker thaws: on a loaded machine the
+# thawed worker could otherwise be through 'expired' before the first sample.
+wait_until(
+	sub {
+		$a->safe_psql('postgres',
+			"SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%watch_states(''expired''%' AND wait_event = 'PgSleep'"
+		) eq '1';
+	},
+	30,
+	'the poller samples zk_status()');
 ok(kill('CONT', $wpid), '(1) SIGCONT to A\'s worker after 10 s');
 $frozen = undef;
 my ($exp_out, $exp_err) = bg_collect($poller);

@@ -37,7 +37,15 @@ $s->query_safe("\\set VERBOSITY verbose");
 $s->query_safe("SET lock_timeout = '3s'");
 my $pid = $s->query_safe('SELECT pg_backend_pid()');
 $s->query_until(qr/started/, "\\echo started\nSELECT zk_lock_acquire('l1');\n\\echo done\n");
-ok(wait_until(sub { lock_state($a, $pid, 'l1') eq 'waiting' }, 30, 'the acquire of l1 waits'),
+# Waiting with its node made: the request is "waiting" from the moment it
+# is posted, before the directory's ACL is read and its node created.
+ok( wait_until(
+		sub {
+			sql_result($a,
+				"SELECT state = 'waiting' AND znode IS NOT NULL FROM zk_locks WHERE pid = $pid AND name = 'l1'") eq 't';
+		},
+		30,
+		'the acquire of l1 waits'),
 	'the acquire of l1 waits behind the long-named peer');
 # While it waits: one holder, the peer, and zklock waiting behind it.
 is(sql_result($a, "SELECT position, state, client FROM zk_lock_contenders('l1') ORDER BY position"),
