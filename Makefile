@@ -64,8 +64,10 @@ $(OBJS): $(foreach d,$(SRC_DIRS),$(wildcard $(srcdir)/$(d)/*.h))
 
 # The benchmark (bench/run.sh): zklock beside Curator, kazoo, pg_advisory_lock
 # and bare ZooKeeper requests; see bench/README.md.
+# BENCH_QUICK=1: every shape briefly (bench/run.sh --smoke), to check the
+# harness in a few minutes; its figures mean little.
 bench:
-	bash bench/run.sh
+	bash bench/run.sh $(if $(BENCH_QUICK),--smoke)
 .PHONY: bench
 
 # The fuzz targets of every parser of data from ZooKeeper or from disk

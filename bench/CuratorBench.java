@@ -1,19 +1,31 @@
 /*
  * CuratorBench: the Apache Curator contender of zklock's benchmark
- * (bench/run.sh).  Every thread uses its own InterProcessMutex; all threads
- * share ONE CuratorFramework, as an application would.  Results go to
- * stdout as one JSON object per run (times in ms).
+ * (bench/run.sh).  Every thread uses its own InterProcessMutex, created once
+ * and reused; all threads share ONE CuratorFramework, as an application
+ * would.  Results go to stdout as one JSON object per run (times in ms).
  *
+ *   CuratorBench CONNECT serve
+ *       one JVM kept warm for a whole shape: reads commands, one a line, on
+ *       stdin, each the arguments of mode a or loop below ("a SECONDS
+ *       WARMUP MAXN", "loop THREADS SECONDS WARMUP MODE START RATE"), runs
+ *       it and prints its result; ends at "quit" or the end of stdin.  The
+ *       harness sends warm-up windows first, until the JIT's compile time
+ *       stops rising, then the measured rounds.  Each InterProcessMutex is
+ *       made once, on its first use, and reused by every later command.
  *   CuratorBench CONNECT a SECONDS WARMUP MAXN
  *       one thread, one lock, uncontended acquire + release: per-cycle
  *       latency, after WARMUP unmeasured cycles, for SECONDS or MAXN cycles;
- *   CuratorBench CONNECT loop THREADS SECONDS WARMUP distinct|same [START]
+ *   CuratorBench CONNECT loop THREADS SECONDS WARMUP distinct|same [START [RATE]]
  *       THREADS threads each doing WARMUP cycles, then, from a common start
  *       (once all are warm, and not before START, milliseconds since the
- *       epoch, when given: several processes then measure the same window),
- *       acquire + release for SECONDS on their own lock (distinct) or on
- *       one lock (same); every measured cycle is reported as [granted,
- *       released] relative to the start;
+ *       epoch, when given and not 0: several processes then measure the
+ *       same window), acquire + release for SECONDS on their own lock
+ *       (distinct) or on one lock (same); every measured cycle is reported
+ *       as [granted, released] relative to the start.  RATE, when given and
+ *       not 0, is the offered load: cycles per second of all threads
+ *       together, each thread starting its cycles on a fixed schedule of
+ *       RATE / THREADS a second (a thread that falls behind does not make up
+ *       for it later);
  *   CuratorBench CONNECT waiters N
  *       prints "session 0x..." and waits for a line on stdin; a holder
  *       takes the lock and N threads queue behind it; prints "started" and
@@ -22,13 +34,20 @@
  *       line before it closes the session.  In between, run.sh reads
  *       ZooKeeper's counters for the session.
  *
+ * Every result of modes a and loop also says what the JVM spent in its
+ * measured window, read from the JVM itself: jit_ms (CompilationMXBean's
+ * total compilation time, its increase), gc_ms and gc_count (the
+ * GarbageCollectorMXBeans' collection time and count, summed), and
+ * jit_total_ms (compilation time since the JVM started).
+ *
  * The locks live under /zkbench/curator, or under the path the system
  * property zkbench.root names (-Dzkbench.root=...): processes that must not
  * share locks each get their own.
  *
  * Modes a and loop print "measuring" when the measured part starts, and
  * after their result wait for a line or the end of stdin before they close
- * the session and exit, so that run.sh can read their CPU time first.
+ * the session and exit, so that run.sh can read their CPU time first; in
+ * mode serve the JVM simply waits for the next command.
  *
  * Compile and run with the jars of Debian's libcurator-recipes-java (see
  * bench/run.sh): javac -cp "$CP" -d DIR CuratorBench.java
@@ -36,11 +55,16 @@
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -52,6 +76,12 @@ public final class CuratorBench
 	private static final String ROOT = System.getProperty("zkbench.root", "/zkbench/curator");
 
 	private static volatile long t0;
+
+	/* The mutexes made so far, by path and thread: made once, reused. */
+	private static final Map<String, InterProcessMutex> MUTEXES = new HashMap<>();
+
+	/* The JVM's own counters at the start of a measured window. */
+	private static volatile long[] jvm0;
 
 	public static void main(String[] args) throws Exception
 	{
@@ -71,15 +101,12 @@ public final class CuratorBench
 			switch (args[1])
 			{
 				case "a":
-					uncontended(client, Double.parseDouble(args[2]), Integer.parseInt(args[3]),
-								Integer.parseInt(args[4]));
+				case "loop":
+					command(client, args, 1);
 					waitForInput();
 					break;
-				case "loop":
-					loop(client, Integer.parseInt(args[2]), Double.parseDouble(args[3]),
-						 Integer.parseInt(args[4]), args[5].equals("same"),
-						 args.length > 6 ? Long.parseLong(args[6]) : 0);
-					waitForInput();
+				case "serve":
+					serve(client);
 					break;
 				case "waiters":
 					waiters(client, Integer.parseInt(args[2]));
@@ -98,8 +125,71 @@ public final class CuratorBench
 	private static void usage()
 	{
 		System.err.println("usage: CuratorBench CONNECT a SECONDS WARMUP MAXN"
-						   + " | loop THREADS SECONDS WARMUP distinct|same [START] | waiters N");
+						   + " | loop THREADS SECONDS WARMUP distinct|same [START [RATE]]"
+						   + " | waiters N | serve");
 		System.exit(2);
+	}
+
+	/* Run mode a or loop, its arguments from args[at]. */
+	private static void command(CuratorFramework client, String[] args, int at) throws Exception
+	{
+		if (args[at].equals("a") && args.length >= at + 4)
+			uncontended(client, Double.parseDouble(args[at + 1]), Integer.parseInt(args[at + 2]),
+						Integer.parseInt(args[at + 3]));
+		else if (args[at].equals("loop") && args.length >= at + 5)
+			loop(client, Integer.parseInt(args[at + 1]), Double.parseDouble(args[at + 2]),
+				 Integer.parseInt(args[at + 3]), args[at + 4].equals("same"),
+				 args.length > at + 5 ? Long.parseLong(args[at + 5]) : 0,
+				 args.length > at + 6 ? Double.parseDouble(args[at + 6]) : 0);
+		else
+			throw new IllegalArgumentException("unknown command: " + String.join(" ", args));
+	}
+
+	/* Mode serve: one command a line until "quit" or the end of stdin. */
+	private static void serve(CuratorFramework client) throws Exception
+	{
+		BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+		String line;
+
+		System.out.println("ready");
+		while ((line = in.readLine()) != null)
+		{
+			line = line.trim();
+			if (line.isEmpty())
+				continue;
+			if (line.equals("quit"))
+				break;
+			command(client, line.split("\\s+"), 0);
+		}
+	}
+
+	private static synchronized InterProcessMutex mutex(CuratorFramework client, String path, int thread)
+	{
+		return MUTEXES.computeIfAbsent(path + "#" + thread, k -> new InterProcessMutex(client, path));
+	}
+
+	/* Compilation time (ms), GC time (ms) and GC count, from the JVM. */
+	private static long[] jvmCounters()
+	{
+		long gcMs = 0;
+		long gcCount = 0;
+
+		for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans())
+		{
+			gcMs += Math.max(0, gc.getCollectionTime());
+			gcCount += Math.max(0, gc.getCollectionCount());
+		}
+		return new long[] {ManagementFactory.getCompilationMXBean().getTotalCompilationTime(),
+						   gcMs, gcCount};
+	}
+
+	/* The JVM's counters over the window that started at jvm0, as JSON fields. */
+	private static String jvmJson()
+	{
+		long[] now = jvmCounters();
+
+		return ", \"jit_ms\": " + (now[0] - jvm0[0]) + ", \"gc_ms\": " + (now[1] - jvm0[1])
+			+ ", \"gc_count\": " + (now[2] - jvm0[2]) + ", \"jit_total_ms\": " + now[0];
 	}
 
 	private static void waitForInput() throws Exception
@@ -120,7 +210,7 @@ public final class CuratorBench
 	private static void uncontended(CuratorFramework client, double seconds, int warmup, int maxn)
 		throws Exception
 	{
-		InterProcessMutex mutex = new InterProcessMutex(client, ROOT + "/a");
+		InterProcessMutex mutex = mutex(client, ROOT + "/a", 0);
 		double[] lat = new double[maxn];
 		int n = 0;
 
@@ -130,6 +220,7 @@ public final class CuratorBench
 			mutex.release();
 		}
 		System.out.println("measuring");
+		jvm0 = jvmCounters();
 		long start = System.nanoTime();
 		long end = start + (long) (seconds * 1e9);
 		while (n < maxn && System.nanoTime() < end)
@@ -143,6 +234,7 @@ public final class CuratorBench
 		StringBuilder out = new StringBuilder();
 		out.append("{\"n\": ").append(n)
 			.append(", \"seconds\": ").append((System.nanoTime() - start) / 1e9)
+			.append(jvmJson())
 			.append(", \"session\": \"").append(session(client)).append("\", \"lat_ms\": [");
 		for (int i = 0; i < n; i++)
 			out.append(i > 0 ? "," : "").append(String.format("%.4f", lat[i]));
@@ -150,8 +242,11 @@ public final class CuratorBench
 	}
 
 	private static void loop(CuratorFramework client, int threads, double seconds, int warmup,
-							 boolean same, long startAt) throws Exception
+							 boolean same, long startAt, double rate) throws Exception
 	{
+		/* Nanoseconds between the starts of a thread's cycles; 0: no limit. */
+		long every = rate > 0 ? (long) (threads * 1e9 / rate) : 0;
+
 		CyclicBarrier barrier = new CyclicBarrier(threads, () -> {
 			long wait = startAt - System.currentTimeMillis();
 
@@ -167,12 +262,13 @@ public final class CuratorBench
 				}
 			}
 			System.out.println("measuring");
+			jvm0 = jvmCounters();
 			t0 = System.nanoTime();
 		});
 		Workers workers = new Workers();
 
 		for (int i = 0; i < threads; i++)
-			workers.start(new InterProcessMutex(client, ROOT + (same ? "/c" : "/b" + i)), (mutex, mine) -> {
+			workers.start(mutex(client, ROOT + (same ? "/c" : "/b" + i), i), (mutex, mine) -> {
 				for (int w = 0; w < warmup; w++)
 				{
 					mutex.acquire();
@@ -180,11 +276,28 @@ public final class CuratorBench
 				}
 				barrier.await();
 				long end = t0 + (long) (seconds * 1e9);
+				long next = t0;
+
 				while (System.nanoTime() < end)
+				{
+					if (every > 0)
+					{
+						long now = System.nanoTime();
+
+						if (now < next)
+						{
+							LockSupport.parkNanos(next - now);
+							continue;
+						}
+						next = Math.max(next + every, now);
+					}
 					cycle(mutex, mine);
+				}
 			});
 		workers.join("a thread");
-		System.out.println(eventsJson(workers.events, seconds, session(client)));
+		String jvm = jvmJson();
+		String out = eventsJson(workers.events, seconds, session(client));
+		System.out.println(out.substring(0, out.length() - 1) + jvm + "}");
 	}
 
 	/* Acquire, then release at once; adds [granted, released] to mine. */

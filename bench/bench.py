@@ -53,6 +53,11 @@ def main():
     ap.add_argument("--fleet", help="SOCKETDIR:PORT,... of the clusters of the fleet, shape (h)")
     ap.add_argument("--fleet-zk", help="connect string of the fleet's ZooKeeper ensemble")
     ap.add_argument("--fleet-zk-pids", help="pids of the ensemble's servers, comma-separated")
+    ap.add_argument("--cross", help="SOCKETDIR:PORT,... of more clusters on --zk, for (c) "
+                                    "across clusters (with main)")
+    ap.add_argument("--reaper-interval", type=float, default=60.0,
+                    help="ZooKeeper's container check interval, s (znode.container."
+                         "checkIntervalMs; its default: 60)")
     ap.add_argument("--work", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--smoke", action="store_true",

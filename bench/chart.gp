@@ -3,12 +3,15 @@
 # chart-b.dat (b, acquisitions/s), chart-c.dat (c, handoffs/s), chart-d.dat
 # (d, ZooKeeper requests per handoff), chart-g1.dat and chart-g2.dat (g at
 # 1 ms one-way delay: median ms of the cycle, acquisitions/s of the
-# clients on distinct locks), chart-bz.dat (b, ZooKeeper's CPU per cycle,
+# clients on distinct locks; ZooKeeper remote, and the application remote
+# too), chart-bz.dat (b at equal offered load, ZooKeeper's CPU per cycle,
 # us) and chart-h.dat (h, the fleet's cycles/s).  Each line: "contender"
-# value.  zklock appears as timed in the backend, by pgbench over the Unix
-# socket, and by pgbench over TCP with two threads (as users run it).
-# chart-sizes.gp, written with them, sets clients, waiters and clusters (the
-# sizes of (b), (c), (d) and (h), smaller in the smoke run) for the titles.
+# value.  zklock appears as timed inside the backend ("zklock in-backend":
+# no client round trip, not what a client sees), by pgbench over the Unix
+# socket, and by pgbench over TCP with two threads (as users run it: the
+# targets' row).  chart-sizes.gp, written with them, sets clients, waiters,
+# clusters and load (the sizes of (b), (c), (d) and (h), smaller in the
+# smoke run, and the offered load of the ZooKeeper CPU panel) for the titles.
 #
 #   gnuplot -e "datadir='DIR'; out='FILE.png'" bench/chart.gp
 
@@ -50,15 +53,15 @@ set title sprintf("(d) %d waiters on one lock: ZooKeeper requests per handoff (l
 plot datadir."/chart-d.dat" using 2:xtic(1) lc rgb "#aa3377", \
 	'' using 0:2:(sprintf("%.2f", $2)) with labels offset 0,0.8
 
-set title "(g) through a network, 1 ms each way: uncontended acquire + release, median (ms, lower is better)"
+set title "(g) 1 ms each way (app remote: to PostgreSQL too): uncontended cycle, median (ms, lower is better)"
 plot datadir."/chart-g1.dat" using 2:xtic(1) lc rgb "#66ccee", \
 	'' using 0:2:(sprintf("%.2f", $2)) with labels offset 0,0.8
 
-set title sprintf("(g) through a network, 1 ms each way: %d clients on %d locks, acquisitions per second (higher is better)", clients, clients)
+set title sprintf("(g) 1 ms each way (app remote: to PostgreSQL too): %d clients, %d locks, cycles/s (higher is better)", clients, clients)
 plot datadir."/chart-g2.dat" using 2:xtic(1) lc rgb "#ee6677", \
 	'' using 0:2:(sprintf("%.0f", $2)) with labels offset 0,0.8
 
-set title sprintf("(b) %d clients on %d locks: ZooKeeper server's CPU per cycle (us, lower is better)", clients, clients)
+set title sprintf("(b) %d clients, %d locks, equal offered load %d cycles/s: ZooKeeper's CPU per cycle (us, lower is better)", clients, clients, load)
 plot datadir."/chart-bz.dat" using 2:xtic(1) lc rgb "#bbbbbb", \
 	'' using 0:2:(sprintf("%.0f", $2)) with labels offset 0,0.8
 

@@ -6,8 +6,9 @@
 #
 #   bash bench/run.sh           every shape, (a) to (h); prints one table,
 #                               writes bench/out/results.csv and bench.png
-#   bash bench/run.sh --smoke   every shape and the chart at a tiny size, to
-#                               check that each still works; results in the
+#   bash bench/run.sh --smoke   every shape and the chart at a tiny size and
+#                               2 rounds, to check that each still works
+#                               (make bench BENCH_QUICK=1); results in the
 #                               work directory, never bench/out (CI)
 #
 # Installs missing dependencies (test/install-deps.sh), builds and installs
@@ -18,7 +19,9 @@
 # bench/bench.py (the package bench/zkbench), draws the chart, and stops
 # everything it started, by pid, however it ends.  Exit status: non-zero when
 # a shape failed or gave no figure, or the chart could not be drawn.
-# ZKLOCK_KEEP_WORK=1 keeps the work directory (it is always kept on failure).
+# ZKLOCK_KEEP_WORK=1 keeps the work directory (it is always kept on failure);
+# BENCH_OUT=DIR writes a full run's results.csv and bench.png to DIR instead
+# of bench/out.
 set -euo pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -72,18 +75,34 @@ else
 fi
 
 # Both ZooKeepers start in the background while the drivers compile:
-# ZooKeeper as production runs it (default tickTime, an fsync per write),
-# one standalone server for shapes (a) to (g), and a three-server ensemble
-# for the fleet (h).
-ZK_PRODUCTION=1 "${AS_USER[@]}" bash "$ZKSERVER" start "$WORK/zk" 1 >"$WORK/zk.connect" &
+# ZooKeeper as production runs it (default tickTime, an fsync per write,
+# and its JVM as Debian's zkServer.sh starts it: no heap or GC flag, the
+# JVM's own defaults, G1 and a heap of up to a quarter of the memory, and
+# -XX:+HeapDumpOnOutOfMemoryError), one standalone server for shapes (a) to
+# (g), and a three-server ensemble for the fleet (h).  The container reaper
+# checks every 60 s, ZooKeeper's default; the smoke run checks every second,
+# so that its wait for the reaper after (e) and (f) stays short.
+REAPER_S=60
+ZK_PROPS=
+if [ "$SMOKE" -eq 1 ]; then
+	REAPER_S=1
+	ZK_PROPS="znode.container.checkIntervalMs=1000"
+fi
+export ZK_JVM_FLAGS="-XX:+HeapDumpOnOutOfMemoryError"
+ZK_SYSTEM_PROPERTIES=$ZK_PROPS ZK_PRODUCTION=1 "${AS_USER[@]}" bash "$ZKSERVER" start "$WORK/zk" 1 >"$WORK/zk.connect" &
 ZK_START_PID=$!
 ZK_PRODUCTION=1 "${AS_USER[@]}" bash "$ZKSERVER" start "$WORK/zkfleet" 3 >"$WORK/zkfleet.connect" &
 FLEET_START_PID=$!
 # The fleet's three clusters are made meanwhile too; their zklock.hosts, the
 # ensemble's connect string, is added once the ensemble is up.  Room for 16
 # pgbench clients each; little shared memory, they hold few locks.
+# So are the clusters that take (c)'s lock beside main in (c) across
+# clusters (2 and 4 clusters; 2 in the smoke run): x2, x3, x4, on the
+# standalone server.
 FLEET=(fleet1 fleet2 fleet3)
-for c in "${FLEET[@]}"; do
+CROSS=(x2 x3 x4)
+[ "$SMOKE" -eq 1 ] && CROSS=(x2)
+for c in "${FLEET[@]}" "${CROSS[@]}"; do
 	pg_init "$WORK/$c" "" "zkbench_$c" "max_connections = 40" "shared_buffers = 32MB" || exit 1
 done >"$WORK/fleet-initdb.log" 2>&1 &
 FLEET_INIT_PID=$!
@@ -136,7 +155,10 @@ FLEET_INIT_PID=
 for c in "${FLEET[@]}"; do
 	echo "zklock.hosts = '$FLEET_ZK'" >>"$WORK/$c/data/postgresql.conf"
 done
-CLUSTERS+=("${FLEET[@]}")
+for c in "${CROSS[@]}"; do
+	echo "zklock.hosts = '$ZK_CONNECT'" >>"$WORK/$c/data/postgresql.conf"
+done
+CLUSTERS+=("${FLEET[@]}" "${CROSS[@]}")
 # The clusters start side by side (pg_start waits for each).
 STARTS=()
 for c in "${CLUSTERS[@]}"; do
@@ -161,12 +183,15 @@ done
 echo "ZooKeeper at $ZK_CONNECT, the fleet's ensemble at $FLEET_ZK; clusters ${CLUSTERS[*]} on 127.0.0.1:$(
 	for c in "${CLUSTERS[@]}"; do printf '%s ' "$(cat "$WORK/$c/port")"; done)"
 
+# BENCH_OUT: where a full run writes results.csv and bench.png (default
+# bench/out), so that two runs can be kept side by side.
 if [ "$SMOKE" -eq 1 ]; then
 	OUT=$WORK/out
 else
-	OUT=$TOP/bench/out
+	OUT=${BENCH_OUT:-$TOP/bench/out}
 fi
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd -P)
 
 say "benchmark$([ "$SMOKE" -eq 1 ] && echo ' (smoke: every shape, tiny sizes)')"
 ARGS=(--zk "$ZK_CONNECT" --zk-pid "$(cat "$WORK/zk/zk1.pid")"
@@ -176,6 +201,8 @@ ARGS=(--zk "$ZK_CONNECT" --zk-pid "$(cat "$WORK/zk/zk1.pid")"
 	--e "$WORK/e:$(cat "$WORK/e/port")"
 	--fleet "$(for c in "${FLEET[@]}"; do printf '%s:%s,' "$WORK/$c" "$(cat "$WORK/$c/port")"; done | sed 's/,$//')"
 	--fleet-zk "$FLEET_ZK"
+	--cross "$(for c in "${CROSS[@]}"; do printf '%s:%s,' "$WORK/$c" "$(cat "$WORK/$c/port")"; done | sed 's/,$//')"
+	--reaper-interval "$REAPER_S"
 	--fleet-zk-pids "$(cat "$WORK"/zkfleet/zk[123].pid | paste -sd,)")
 [ "$SMOKE" -eq 1 ] && ARGS+=(--smoke)
 if [ -n "$F_SKIP" ]; then

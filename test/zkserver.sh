@@ -21,7 +21,11 @@
 # tickTime and an fsync per write, as production runs it; the benchmark's
 # setting), ZK_SYSTEM_PROPERTIES (Java system properties
 # for the servers, e.g. "znode.container.checkIntervalMs=1000", separated by
-# spaces), ZK_TICK_TIME and ZK_SYNC_LIMIT (tickTime in ms and syncLimit in
+# spaces), ZK_JVM_FLAGS (the servers' heap and GC flags; unset:
+# "-Xmx256m -Xms32m -XX:+UseSerialGC", small and quick to start for the
+# tests; the benchmark sets only -XX:+HeapDumpOnOutOfMemoryError, leaving
+# heap and GC to the JVM's defaults, as Debian's zkServer.sh does),
+# ZK_TICK_TIME and ZK_SYNC_LIMIT (tickTime in ms and syncLimit in
 # ticks, instead of the defaults below), ZK_RELAYED (I: server I and its
 # peers reach each other through TCP relays, test/tools/zkrelay.pl, which
 # `cut` silences and `heal` restores; the clients' ports are not relayed).
@@ -241,7 +245,9 @@ launch() {
 		for p in ${ZK_SYSTEM_PROPERTIES:-}; do
 			props+=("-D$p")
 		done
-		exec "$JAVA" "${props[@]}" -Xmx256m -Xms32m -XX:+UseSerialGC -Djava.net.preferIPv4Stack=true \
+		# shellcheck disable=SC2086 # the flags are words
+		exec "$JAVA" "${props[@]}" ${ZK_JVM_FLAGS--Xmx256m -Xms32m -XX:+UseSerialGC} \
+			-Djava.net.preferIPv4Stack=true \
 			-Dzookeeper.log.dir="$DIR" -Dzookeeper.jmx.log4j.disable=true \
 			-Dlog4j.configuration="file:$d/log4j.properties" \
 			-cp "$cp" org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zoo.cfg"

@@ -9,12 +9,14 @@ bench/run.sh starts); bench/README.md says what every number means.
   results      the rows, the printed table, results.csv
   harness      what the shapes share: servers, sizes, rounds, pgbench
   uncontended  shape (a): one client, uncontended acquire + release
-  loops        shapes (b) and (c): many clients, distinct locks or one
+  loops        shapes (b) and (c): many clients, distinct locks or one; (b) at
+               equal offered load; (c) across clusters
   waiters      shape (d): ZooKeeper requests per handoff to queued waiters
   many_locks   shape (e): 10,000 locks held at once by one cluster
   max_locks    shape (f): zklock.max_locks = 100000 against the default
   network      shape (g): the uncontended cycle and 16 distinct locks through
                zkrelay.c, a fixed delay each way between clients and ZooKeeper
+               (and, app remote, between pgbench and PostgreSQL too)
   fleet        shape (h): three clusters on a three-server ensemble against
                three Curator processes: the fleet's cycles/s, ZooKeeper's CPU
   benchmark    Bench: every shape in order, the table, the chart's data

@@ -1,7 +1,9 @@
 """zkbench.cpu: CPU use over a measured window, from /proc: cores busy on
 the whole machine, and the CPU time and context switches of the ZooKeeper
-server and of the processes that make up a lock client (Meter), summed over
-rounds (add_usage) and turned into per-acquisition figures (usage_view).
+server and of the processes that make up a lock client (Meter), and, from
+ZooKeeper's own counters, its requests, transactions and fsyncs in the
+window; summed over rounds (add_usage) and turned into per-acquisition
+figures (usage_view).
 """
 
 import os
@@ -39,12 +41,16 @@ class Meter:
     ZooKeeper server (zk: its pid, or the pids of an ensemble's servers,
     summed), and CPU time and context switches of the processes
     that make up the lock client (a zklock worker and backends, a driver,
-    pgbench).  stop() returns sums that add up across rounds; ops (the
-    acquisitions in the window) is filled in by the caller."""
+    pgbench).  counters: a function returning ZooKeeper's counters
+    (zkbench.zookeeper: requests, fsyncs, zxid), read at both ends.  stop()
+    returns sums that add up across rounds; ops (the acquisitions in the
+    window) is filled in by the caller."""
 
-    def __init__(self, zk, lock):
+    def __init__(self, zk, lock, counters=None):
         self.zk = [p for p in (zk if isinstance(zk, (list, tuple)) else [zk]) if p]
         self.lock = [p for p in lock if p]
+        self.counters = counters
+        self.c0 = counters() if counters else None
         self.t0 = _cpu_total()
         self.zk0 = {p: _proc_usage(p) for p in self.zk}
         self.lock0 = {p: _proc_usage(p) for p in self.lock}
@@ -53,7 +59,14 @@ class Meter:
         total, idle = _cpu_total()
         dt = total - self.t0[0]
         out = {"wall": dt / NCPU / HZ, "busy": (dt - (idle - self.t0[1])) / HZ,
-               "zk_ms": None, "lock_ms": None, "lock_cs": None, "ops": ops}
+               "zk_ms": None, "lock_ms": None, "lock_cs": None, "ops": ops,
+               "zk_req": None, "zk_txn": None, "zk_fsync": None}
+        c1 = self.counters() if self.counters else None
+        if self.c0 and c1:
+            out["zk_req"] = c1["req"] - self.c0["req"]
+            out["zk_fsync"] = c1["fsync"] - self.c0["fsync"]
+            if c1["zxid"] is not None and self.c0["zxid"] is not None:
+                out["zk_txn"] = c1["zxid"] - self.c0["zxid"]
         if self.zk and all(self.zk0.values()):
             now = {p: _proc_usage(p) for p in self.zk}
             if all(now.values()):
@@ -73,7 +86,8 @@ class Meter:
 def add_usage(parts):
     """Sum the Meter results of several rounds."""
     out = {}
-    for k in ("wall", "busy", "zk_ms", "lock_ms", "lock_cs", "ops"):
+    for k in ("wall", "busy", "zk_ms", "lock_ms", "lock_cs", "ops", "zk_req", "zk_txn",
+              "zk_fsync", "jit_ms", "gc_ms"):
         vals = [u.get(k) for u in parts]
         out[k] = None if not vals or any(v is None for v in vals) else sum(vals)
     return out

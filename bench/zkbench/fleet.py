@@ -16,8 +16,8 @@ import time
 
 from .cpu import Meter
 from .harness import TCP, Harness
-from .processes import Driver
 from .results import CURATOR
+from .zookeeper import Servers
 
 
 class FleetShape(Harness):
@@ -35,7 +35,8 @@ class FleetShape(Harness):
         pids = []
         for c in self.fleet:
             pids += self.backends(c, "pgbench", self.clients)
-        m = Meter(self.fleet_zk_pids, [p.pid for p in procs] + self.fleet_workers + pids)
+        m = Meter(self.fleet_zk_pids, [p.pid for p in procs] + self.fleet_workers + pids,
+                  counters=self.fleet_servers.counters)
         # Read the counters while every pgbench and its backends still run.
         time.sleep(max(0.1, t0 + round(self.fleet_seconds) - 0.3 - time.time()))
         usage = m.stop()
@@ -43,29 +44,22 @@ class FleetShape(Harness):
         usage["ops"] = tps * usage["wall"]
         return {"n": tps * self.fleet_seconds, "seconds": self.fleet_seconds}, usage
 
-    def fleet_curator(self):
-        """Three Curator processes, their measured windows starting together."""
+    def fleet_curator(self, jvms):
+        """Three Curator processes (warm JVMs), their measured windows
+        starting together."""
         start_ms = int((time.time() + self.fleet_lead) * 1000)
-        drivers = []
-        for i in range(len(self.fleet)):
-            cmd = self.java[:2] + ["-Dzkbench.root=/zkbench/curator-fleet%d" % (i + 1)] + \
-                self.java[2:-1] + [self.a.fleet_zk, "loop", str(self.clients),
-                                   str(self.fleet_seconds), str(self.loop_warmup), "distinct",
-                                   str(start_ms)]
-            drivers.append(Driver(cmd, self.log))
-        for d in drivers:
-            d.expect("measuring", timeout=180)
-        t0 = max(time.time(), start_ms / 1000.0)
-        m = Meter(self.fleet_zk_pids, [d.p.pid for d in drivers])
-        time.sleep(max(0.1, t0 + self.fleet_seconds - 0.2 - time.time()))
+        for j in jvms:
+            j.start(["loop", self.clients, self.fleet_seconds, self.loop_warmup, "distinct",
+                     start_ms])
+        for j in jvms:
+            j.d.expect("measuring", timeout=180)
+        m = Meter(self.fleet_zk_pids, [j.pid for j in jvms], counters=self.fleet_servers.counters)
+        outs = [json.loads(j.d.line(timeout=180)) for j in jvms]
         usage = m.stop()
-        rate = 0.0
-        for d in drivers:
-            out = json.loads(d.line(timeout=180))
-            rate += out["n"] / out["seconds"]
-        for d in drivers:
-            d.finish()
+        rate = sum(o["n"] / o["seconds"] for o in outs)
         usage["ops"] = rate * usage["wall"]
+        usage["jit_ms"] = sum(o.get("jit_ms", 0) for o in outs)
+        usage["gc_ms"] = sum(o.get("gc_ms", 0) for o in outs)
         return {"n": rate * self.fleet_seconds, "seconds": self.fleet_seconds}, usage
 
     def shape_h(self):
@@ -76,10 +70,28 @@ class FleetShape(Harness):
                  % (shape, k, len(self.fleet_zk_pids), self.clients, k, self.clients,
                     self.fleet_rounds))
         self.fleet_workers = [c.worker_pid() for c in self.fleet]
-        # The ensemble's JVMs are fresh: unmeasured load first, as before (a).
+        self.fleet_servers = Servers(self.a.fleet_zk, self.fleet_zk_pids)
+        # The ensemble's JVMs are fresh: unmeasured load first, as before (a):
+        # bare requests, one round of zklock's (its multis), and the Curator
+        # JVMs' warm-up windows.
         for cmd in self.warm_floor:
             self.driver_run([self.a.floor, self.a.fleet_zk] + cmd, lambda o: o["n"])
-        contenders = [(TCP, self.fleet_zklock), (CURATOR, self.fleet_curator)]
+        self.fleet_zklock()
+        java = self.java[:-1] + [self.a.fleet_zk]
+        jvms = []
+        try:
+            for i in range(k):
+                jvms.append(self.jvm_open(java, ["loop", self.clients, self.fleet_seconds,
+                                                 self.loop_warmup, "distinct"],
+                                          "the fleet's loop",
+                                          root="/zkbench/curator-fleet%d" % (i + 1)))
+            self.shape_h_rounds(shape, k, jvms)
+        finally:
+            for j in jvms:
+                j.close()
+
+    def shape_h_rounds(self, shape, k, jvms):
+        contenders = [(TCP, self.fleet_zklock), (CURATOR, lambda: self.fleet_curator(jvms))]
         got = self.rounds(shape, contenders, self.fleet_rounds)
         notes = {
             TCP: "fleet: %d clusters, each with its zklock worker, on a %d-server ZooKeeper "
@@ -87,9 +99,10 @@ class FleetShape(Harness):
                  "a lock of its own, the clusters at once; lock CPU: the pgbench processes, "
                  "their backends and the workers; ZooKeeper CPU: the servers' summed"
                  % (k, len(self.fleet_zk_pids), self.clients),
-            CURATOR: "fleet: %d Curator processes (one CuratorFramework each) of %d threads, "
-                     "each thread on a lock of its own, on the same ensemble, their measured "
-                     "windows starting together" % (k, self.clients),
+            CURATOR: "fleet: %d Curator processes (one CuratorFramework each, one warm JVM "
+                     "each) of %d threads, each thread on a lock of its own, on the same "
+                     "ensemble, their measured windows starting together; %s"
+                     % (k, self.clients, jvms[0].warm_note),
         }
         for name, _ in contenders:
             if name not in got:
@@ -99,5 +112,6 @@ class FleetShape(Harness):
             self.res.add(shape, "%d clusters x %d clients, distinct locks: cycles/s"
                          % (k, self.clients), name, rate, "/s",
                          target=("ratio>=", 1.5) if name == TCP else None, cpu=usage, n=int(n),
-                         note=notes[name])
+                         note=notes[name], rounds=self.round_rates(got, name))
         self.zk_cpu_rows(shape, got, [TCP, CURATOR])
+        self.jvm_rows(shape, CURATOR, got)

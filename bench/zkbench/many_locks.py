@@ -76,6 +76,8 @@ class ManyLocksShape(Harness):
                      % (median([p["first_tenth_ms"] for p in parts]),
                         median([p["last_tenth_ms"] for p in parts]),
                         (after["zk_requests"] - before["zk_requests"]) / max(1, held)))
+            self.zk_count_rows("(e)", "zklock", cpu, prefix="acquire (%d sessions): "
+                               % self.e_sessions, per="lock")
             m = self.meter(worker, *pids)
             t0 = time.time()
             for s in sessions:
@@ -91,6 +93,8 @@ class ManyLocksShape(Harness):
                          cpu=cpu, note="the %d zk_lock_release_all() calls returned after "
                                        "%.0f ms (longest call %.0f ms): releases do not wait "
                                        "for ZooKeeper" % (len(calls), returned * 1000, max(calls)))
+            self.zk_count_rows("(e)", "zklock", cpu, prefix="release all (%d sessions): "
+                               % self.e_sessions, per="lock")
         finally:
             for s in sessions:
                 s.close()

@@ -125,6 +125,7 @@ class MaxLocksShape(Harness):
                 continue
             medians[name] = self.cycle_rows("(f)", label + ": ", "%-22s %-26s" % (label + ":", name),
                                             name, got)
+        self.zk_cpu_rows("(f)", got, [name_s, name_b], prefix=label + ": ")
         if name_s in medians and name_b in medians:
             # Round by round: load that comes and goes falls on both sides.
             per_round = [median(b) / median(a) for a, b in zip(got[name_s][0], got[name_b][0])
@@ -135,7 +136,9 @@ class MaxLocksShape(Harness):
                      % (label + ":", n_big, n_small, ratio,
                         " ".join("%.2f" % r for r in per_round), medians[name_b] / medians[name_s]))
             self.res.add("(f)", "%s: median, max_locks %d / %d" % (label, n_big, n_small),
-                         "zklock", ratio, "x", target=("<=", 1.1), n=len(per_round),
+                         "zklock", ratio, "x", n=len(per_round),
+                         # Issue 32's target once: on the pair with locks held.
+                         target=("<=", 1.1) if "held at" in label else None,
                          note="%s; the ratio round by round: %s (the overall medians' ratio: "
                               "%.3f)" % (note, " ".join("%.2f" % r for r in per_round),
                                          medians[name_b] / medians[name_s]))

@@ -1,6 +1,9 @@
 """zkbench.results: the rows the shapes measure, and what is made of them:
-each row's ratio to Curator's and whether it met its target, the printed
-table with its notes, and results.csv.
+each row's ratio to Curator's, with its spread over the interleaved rounds
+(round i of a contender against round i of Curator: the min and max of
+those ratios), whether it met its target, the printed table with its
+notes, and results.csv.  Targets sit on one row each (the TCP row where a
+shape has one), so "targets met" counts each target once.
 """
 
 import csv
@@ -17,9 +20,12 @@ class Results:
         self.errors = []
 
     def add(self, shape, metric, contender, value, unit, target=None, cpu=None, n=None,
-            note=None):
+            note=None, rounds=None):
+        """rounds: the figure of each interleaved round, in order, when the
+        row has them (the ratio's spread pairs them with Curator's)."""
         row = {"shape": shape, "metric": metric, "contender": contender, "value": value,
-               "unit": unit, "target": target, "cpu": cpu or {}, "n": n, "note": note}
+               "unit": unit, "target": target, "cpu": cpu or {}, "n": n, "note": note,
+               "rounds": [x for x in rounds] if rounds else None}
         self.rows.append(row)
         return row
 
@@ -28,11 +34,42 @@ class Results:
         print("  ERROR " + msg, flush=True)
         self.errors.append(msg)
 
-    def curator(self, row):
+    def curator_row(self, row):
         for r in self.rows:
             if (r["shape"], r["metric"], r["contender"]) == (row["shape"], row["metric"], CURATOR):
-                return r["value"] if isinstance(r["value"], (int, float)) else None
+                return r
         return None
+
+    def curator(self, row):
+        r = self.curator_row(row)
+        if r is None:
+            return None
+        return r["value"] if isinstance(r["value"], (int, float)) else None
+
+    def round_ratios(self, row):
+        """Round i of row over round i of Curator's row, for every round
+        both have a figure for; [] when either has no rounds."""
+        c = self.curator_row(row)
+        if c is None or not row["rounds"] or not c["rounds"] or row is c:
+            return []
+        out = []
+        for v, cv in zip(row["rounds"], c["rounds"]):
+            if isinstance(v, (int, float)) and isinstance(cv, (int, float)) and cv and \
+                    not math.isnan(v) and not math.isnan(cv):
+                out.append(v / cv)
+        return out
+
+    def spread(self, row):
+        """(min, max) of the round-by-round ratios, or None."""
+        r = self.round_ratios(row)
+        return (min(r), max(r)) if r else None
+
+    def ratio_text(self, row):
+        ratio = self.ratio(row)
+        if ratio is None:
+            return ""
+        sp = self.spread(row)
+        return "%.2fx" % ratio + ("" if sp is None else " [%.2f-%.2f]" % sp)
 
     def ratio(self, row):
         c = self.curator(row)
@@ -98,7 +135,7 @@ class Results:
         return busy, per_op
 
     def table(self):
-        head = ["shape", "metric", "contender", "value", "unit", "vs Curator", "target",
+        head = ["shape", "metric", "contender", "value", "unit", "vs Curator [rounds]", "target",
                 "met?", "busy", "cpu ms/op zk/lock"]
         lines, notes = [], []
         for r in self.ordered():
@@ -110,7 +147,7 @@ class Results:
                 mark = " [%d]" % len(notes)
             lines.append([r["shape"], r["metric"], r["contender"] + mark,
                           self.fmt(r["value"], r["unit"]), r["unit"],
-                          "" if ratio is None else "%.2fx" % ratio,
+                          self.ratio_text(r),
                           self.target_text(r["target"]),
                           "" if r["target"] is None else ("n/a" if met is None else
                                                           ("yes" if met else "NO")),
@@ -145,43 +182,52 @@ class Results:
     def write_csv(self, path):
         with open(path, "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["shape", "metric", "contender", "value", "unit", "vs_curator", "target",
+            w.writerow(["shape", "metric", "contender", "value", "unit", "vs_curator",
+                        "vs_curator_min", "vs_curator_max", "target",
                         "met", "cpu_cores_busy", "zk_cpu_ms_per_op", "lock_cpu_ms_per_op",
-                        "lock_ctxsw_per_op", "samples", "note"])
+                        "lock_ctxsw_per_op", "samples", "rounds", "note"])
             for r in self.ordered():
                 ratio = self.ratio(r)
+                sp = self.spread(r)
                 met = self.met(r)
                 v = r["value"]
                 u = usage_view(r["cpu"])
                 w.writerow([r["shape"], r["metric"], r["contender"],
                             ("%.6g" % v) if isinstance(v, float) else v, r["unit"],
                             "" if ratio is None else "%.4f" % ratio,
+                            "" if sp is None else "%.4f" % sp[0],
+                            "" if sp is None else "%.4f" % sp[1],
                             self.target_text(r["target"]),
                             "" if met is None else ("yes" if met else "no"),
                             *("%.4g" % u[k] if k in u else "" for k in ("busy", "zk", "lock", "cs")),
-                            "" if r["n"] is None else r["n"], r["note"] or ""])
+                            "" if r["n"] is None else r["n"],
+                            " ".join("%.6g" % x for x in r["rounds"]) if r["rounds"] else "",
+                            r["note"] or ""])
 
-    def targets_table(self, contender, title):
-        """The rows of contender that carry a target, one line each: its
-        figure, Curator's, the ratio, the target and whether it is met."""
-        head = ["shape", "metric", contender, CURATOR, "ratio", "target", "met?"]
+    def targets_table(self, title):
+        """The rows that carry a target (each target sits on one row: the
+        TCP row where the shape has one), one line each: the figure,
+        Curator's, the ratio with its spread over the rounds, the target and
+        whether it is met."""
+        head = ["shape", "metric", "contender", "zklock", CURATOR, "ratio [rounds min-max]",
+                "target", "met?"]
         lines = []
         for r in self.ordered():
-            if r["contender"] != contender or r["target"] is None:
+            if r["target"] is None:
                 continue
             met = self.met(r)
             ratio = self.ratio(r)
             c = self.curator(r)
-            lines.append([r["shape"], r["metric"], "%s %s" % (self.fmt(r["value"], r["unit"]),
-                                                              r["unit"]),
+            lines.append([r["shape"], r["metric"], r["contender"],
+                          "%s %s" % (self.fmt(r["value"], r["unit"]), r["unit"]),
                           "" if c is None else "%s %s" % (self.fmt(c, r["unit"]), r["unit"]),
-                          "" if ratio is None else "%.2fx" % ratio,
+                          self.ratio_text(r),
                           self.target_text(r["target"]),
                           "n/a" if met is None else ("yes" if met else "NO")])
         width = [max(len(str(x[i])) for x in lines + [head]) for i in range(len(head))]
         out = [title]
         for cells in [head, ["-" * w for w in width]] + lines:
-            out.append("  ".join(str(c).rjust(width[i]) if i in (2, 3, 4) else
+            out.append("  ".join(str(c).rjust(width[i]) if i in (3, 4, 5) else
                                  str(c).ljust(width[i]) for i, c in enumerate(cells)).rstrip())
         return "\n".join(out)
 

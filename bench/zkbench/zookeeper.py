@@ -1,11 +1,16 @@
 """zkbench.zookeeper: ZooKeeper's own counters, read with its four-letter
-words: mntr (the server's version, state and latencies) and cons (per
-session: packets in and out, and lcxid, which numbers its requests).
-Shape (d) counts a session's requests and watch notifications with them.
+words: mntr (the server's version, state, latencies, packets received,
+fsyncs), srvr (the last zxid) and cons (per session: packets in and out,
+and lcxid, which numbers its requests).  Shape (d) counts a session's
+requests and watch notifications with them; every metered window counts
+the requests, transactions and fsyncs of the server (or of an ensemble's
+servers) with counters(); jvm() reads a server JVM's JIT and GC time with
+the JDK's jstat.
 """
 
 import re
 import socket
+import subprocess
 import time
 
 from .processes import BenchError
@@ -37,6 +42,26 @@ class ZooKeeper:
             except ValueError:
                 out[k] = v
         return out
+
+    def counters(self):
+        """What the server has done so far: packets received (the clients'
+        requests; a four-letter word counts as one, pings are rare under
+        load), fsyncs of its transaction log (mntr zk_cnt_fsynctime: a
+        count, not a time) and their summed time (zk_sum_fsynctime, ms),
+        and the last zxid (srvr), whose low 32 bits count the transactions
+        of the current epoch.  None when the server does not answer."""
+        try:
+            m = self.mntr()
+            z = re.search(r"Zxid: 0x([0-9a-f]+)", self.fourlw("srvr"))
+        except OSError:
+            return None
+        try:
+            return {"req": int(m["zk_packets_received"]), "fsync": int(m["zk_cnt_fsynctime"]),
+                    "fsync_ms": float(m.get("zk_sum_fsynctime", 0)),
+                    "zxid": int(z.group(1), 16) & 0xffffffff if z else None,
+                    "znodes": int(m.get("zk_znode_count", 0))}
+        except (KeyError, ValueError):
+            return None
 
     def cons(self):
         """Per session: packets received and sent, and lcxid, the xid of its
@@ -74,3 +99,50 @@ class ZooKeeper:
         raise BenchError("session 0x%x did not settle (%d requests, wanted %d)"
                          % (sid, (last or 0) - base, min_new))
 
+
+
+class Servers:
+    """The servers of an ensemble (or the one standalone server), counted
+    together: requests and fsyncs summed over the servers (every server
+    fsyncs each transaction), transactions once (the highest zxid)."""
+
+    def __init__(self, connect, pids=None):
+        self.servers = [ZooKeeper(hp, None) for hp in connect.split(",")]
+        self.pids = [p for p in (pids or []) if p]
+
+    def counters(self):
+        got = [z.counters() for z in self.servers]
+        if not got or any(g is None for g in got):
+            return None
+        zx = [g["zxid"] for g in got if g["zxid"] is not None]
+        return {"req": sum(g["req"] for g in got), "fsync": sum(g["fsync"] for g in got),
+                "fsync_ms": sum(g["fsync_ms"] for g in got),
+                "zxid": max(zx) if zx else None,
+                "znodes": max(g["znodes"] for g in got)}
+
+    def jvm(self):
+        """JIT (compilation) and GC milliseconds of the servers' JVMs so far,
+        summed, from jstat; None when jstat cannot read them."""
+        jit = gc = 0.0
+        for pid in self.pids:
+            got = jvm_times(pid)
+            if got is None:
+                return None
+            jit += got[0]
+            gc += got[1]
+        return (jit, gc) if self.pids else None
+
+
+def jvm_times(pid):
+    """(compilation ms, GC ms) of a HotSpot JVM so far, from jstat -compiler
+    (its Time column) and jstat -gcutil (GCT), or None."""
+    try:
+        comp = subprocess.run(["jstat", "-compiler", str(pid)], capture_output=True, text=True,
+                              timeout=20).stdout.split("\n")
+        gc = subprocess.run(["jstat", "-gcutil", str(pid)], capture_output=True, text=True,
+                            timeout=20).stdout.split("\n")
+        ch, cv = comp[0].split(), comp[1].split()
+        gh, gv = gc[0].split(), gc[1].split()
+        return (float(cv[ch.index("Time")]) * 1000.0, float(gv[gh.index("GCT")]) * 1000.0)
+    except (OSError, subprocess.SubprocessError, IndexError, ValueError):
+        return None

@@ -340,16 +340,40 @@ zkl_scope_name(const zkl_slot *slot)
 	return slot->xact_count > 0 ? "transaction" : "session";
 }
 
-/* Every request and hold of this cluster, for the zk_locks view. */
+/* One row of zk_locks, copied out of its slot under the shared lock. */
+typedef struct zkl_lock_row
+{
+	int			pid;
+	Oid			dbid;
+	int			encoding;		/* of the database that asked: name's bytes */
+	char	   *name;
+	const char *mode;
+	const char *scope;
+	const char *state;
+	char	   *path;			/* NULL: no node yet */
+	int64		token;			/* 0: none yet */
+	TimestampTz requested_at;
+	TimestampTz granted_at;		/* 0: not granted */
+}			zkl_lock_row;
+
+/*
+ * Every request and hold of this cluster, for the zk_locks view.  The rows
+ * are copied out under the shared lock and turned into tuples after it is
+ * released: the worker's grants and proofs take that lock exclusively, and
+ * must not wait while a result set converts names or spills to disk.
+ */
 Datum
 zk_locks(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	zkl_lock_row *rows;
+	int			nrows = 0;
 	bool		suspended;
 
 	zkl_require_shmem();
 	InitMaterializedSRF(fcinfo, 0);
 	zkl_check_result_columns(rsinfo->setDesc, "zk_locks_internal", ZKL_COLUMNS_LOCKS);
+	rows = palloc(sizeof(zkl_lock_row) * zkl_shared->nslots);
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 
@@ -363,38 +387,52 @@ zk_locks(PG_FUNCTION_ARGS)
 	for (int i = zkl_shared->used_head; i >= 0; i = zkl_shared->slots[i].next)
 	{
 		zkl_slot   *slot = &zkl_shared->slots[i];
-		Datum		values[ZKL_COLUMNS_LOCKS];
-		bool		nulls[ZKL_COLUMNS_LOCKS] = {0};
+		zkl_lock_row *row;
 
 		if (slot->inspect)
 			continue;
-		values[0] = Int32GetDatum(slot->pid);
-		values[1] = ObjectIdGetDatum(slot->dbid);
-
-		/*
-		 * A name of a database of another encoding may not be valid text
-		 * here.
-		 */
-		values[2] = PointerGetDatum(zkl_text_for_reader(slot->name, strlen(slot->name), slot->encoding));
-		values[3] = CStringGetTextDatum(slot->permits > 0 ? "semaphore" :
-										slot->kind == ZKL_NODE_READ ? "shared" : "exclusive");
-		values[4] = CStringGetTextDatum(zkl_scope_name(slot));
-		values[5] = CStringGetTextDatum(slot->state == ZKL_SLOT_HELD && slot->take_reason != ZKL_TAKE_NONE ? "lost" :
-										slot->state == ZKL_SLOT_HELD && suspended ? "suspended" :
-										slot->state == ZKL_SLOT_HELD && slot->revoke_requested ? "revoke requested" :
-										zkl_slot_state_name(slot->state));
-		if (slot->node[0] != '\0')
-			values[6] = CStringGetTextDatum(psprintf("%s/%s", slot->dir, slot->node));
-		else
-			nulls[6] = true;
-		values[7] = Int64GetDatum(slot->token);
-		nulls[7] = slot->token == 0;
-		values[8] = TimestampTzGetDatum(slot->requested_at);
-		values[9] = TimestampTzGetDatum(slot->granted_at);
-		nulls[9] = slot->granted_at == 0 || slot->state == ZKL_SLOT_WAITING;
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		Assert(nrows < zkl_shared->nslots);
+		row = &rows[nrows++];
+		row->pid = slot->pid;
+		row->dbid = slot->dbid;
+		row->encoding = slot->encoding;
+		row->name = pstrdup(slot->name);
+		row->mode = slot->permits > 0 ? "semaphore" :
+			slot->kind == ZKL_NODE_READ ? "shared" : "exclusive";
+		row->scope = zkl_scope_name(slot);
+		row->state = slot->state == ZKL_SLOT_HELD && slot->take_reason != ZKL_TAKE_NONE ? "lost" :
+			slot->state == ZKL_SLOT_HELD && suspended ? "suspended" :
+			slot->state == ZKL_SLOT_HELD && slot->revoke_requested ? "revoke requested" :
+			zkl_slot_state_name(slot->state);
+		row->path = slot->node[0] != '\0' ? psprintf("%s/%s", slot->dir, slot->node) : NULL;
+		row->token = slot->token;
+		row->requested_at = slot->requested_at;
+		row->granted_at = slot->state == ZKL_SLOT_WAITING ? 0 : slot->granted_at;
 	}
 	LWLockRelease(zkl_shared->lock);
+
+	for (int i = 0; i < nrows; i++)
+	{
+		zkl_lock_row *row = &rows[i];
+		Datum		values[ZKL_COLUMNS_LOCKS];
+		bool		nulls[ZKL_COLUMNS_LOCKS] = {0};
+
+		values[0] = Int32GetDatum(row->pid);
+		values[1] = ObjectIdGetDatum(row->dbid);
+		/* A name of a database of another encoding may not be valid here. */
+		values[2] = PointerGetDatum(zkl_text_for_reader(row->name, strlen(row->name), row->encoding));
+		values[3] = CStringGetTextDatum(row->mode);
+		values[4] = CStringGetTextDatum(row->scope);
+		values[5] = CStringGetTextDatum(row->state);
+		values[6] = row->path ? CStringGetTextDatum(row->path) : (Datum) 0;
+		nulls[6] = row->path == NULL;
+		values[7] = Int64GetDatum(row->token);
+		nulls[7] = row->token == 0;
+		values[8] = TimestampTzGetDatum(row->requested_at);
+		values[9] = TimestampTzGetDatum(row->granted_at);
+		nulls[9] = row->granted_at == 0;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
 	return (Datum) 0;
 }
 

@@ -21,10 +21,9 @@ use warnings FATAL => 'all';
 use Cwd qw(abs_path);
 use FindBin;
 use lib "$FindBin::RealBin/../lib";
-use IPC::Run;
 use PostgreSQL::Test::Utils qw(slurp_file);
 use ZklockTest;
-use ZklockTest::Cleanup qw($owner_pid);
+use ZklockTest::Deployer;
 use Test::More;
 
 # The recipe is outside test/: run from the repository (or a copy of all
@@ -38,18 +37,7 @@ my ($LOCK) = slurp_file("$recipe/alembic.ini") =~ /^zklock_lock\s*=\s*(\S+)\s*$/
 my $HEAD_RUN = '->0001 0001->0002 0002->0003';    # the upgrades of a deploy from scratch
 
 # Deployers are alembic processes ("python3 -m alembic": Debian ships
-# the module, not the alembic command); none writes __pycache__ into the
-# recipe.  Whatever way the test ends, those still running are stopped by
-# pid, before the END block of ZklockTest::Cleanup stops the servers.
-$ENV{PYTHONDONTWRITEBYTECODE} = 1;
-my @running;
-END
-{
-	if ($$ == $owner_pid)
-	{
-		eval { $_->{h}->kill_kill(grace => 2) } for @running;
-	}
-}
+# the module, not the alembic command), run by ZklockTest::Deployer.
 
 my $zk = zk_start(1);
 my $a = zklock_node('a', $zk);
@@ -64,40 +52,7 @@ sub deploy_start
 	my $url = "postgresql+psycopg2:///$db?host=" . $node->host . '&port=' . $node->port . "&application_name=$name";
 	my @cmd = ('/usr/bin/python3', '-m', 'alembic', '-c', "$recipe/alembic.ini",
 		map({ ('-x', $_) } "url=$url", @x), split(/ /, $command));
-	my $d = { name => $name, out => '', err => '' };
-	$d->{h} = IPC::Run::start(\@cmd, '<', \undef, '>', \$d->{out}, '2>', \$d->{err}, IPC::Run::timeout(90));
-	push @running, $d;
-	return $d;
-}
-
-# Wait for a deployer to end; sets {rc} (-1: stopped after 90 s) and
-# {upgrades}, the "Running upgrade" lines of its log as "from->to" words.
-sub deploy_finish
-{
-	my ($d) = @_;
-	if (eval { $d->{h}->finish; 1 })
-	{
-		$d->{rc} = $d->{h}->full_result(0) >> 8;
-	}
-	else
-	{
-		diag("$d->{name}: $@");
-		eval { $d->{h}->kill_kill(grace => 2) };
-		$d->{rc} = -1;
-	}
-	@running = grep { $_ != $d } @running;
-	$d->{upgrades} = join ' ', map { s/\s+//gr } $d->{err} =~ /Running upgrade\s*(\S*\s*->\s*\S+),/g;
-	note("$d->{name} exited with $d->{rc}; its log:\n$d->{err}");
-	return $d;
-}
-
-# True once a deployer has ended (its pipes closed), so that a wait for it
-# to queue gives up at once.
-sub deploy_ended
-{
-	my ($d) = @_;
-	eval { $d->{h}->pump_nb if $d->{h}->pumpable; 1 };
-	return !$d->{h}->pumpable;
+	return deployer_start($name, \@cmd);
 }
 
 # The application_names of the requests waiting for $LOCK, in queue order,
@@ -120,7 +75,7 @@ sub wait_queued
 	wait_until(
 		sub {
 			$queue = queue_of($node);
-			return (split ' ', $queue) == @deployers || grep { deploy_ended($_) } @deployers;
+			return (split ' ', $queue) == @deployers || grep { deployer_ended($_) } @deployers;
 		},
 		60,
 		'deployers ' . join(' ', map { $_->{name} } @deployers) . ' queued for the lock');
@@ -171,7 +126,7 @@ my $gate = bg_session($a);
 # --- A deployer that gives up: zklock_timeout runs out while another
 # holds the lock.
 $gate->query_safe("SELECT zk_lock_acquire('$LOCK')");
-my $late = deploy_finish(deploy_start('deploy-timeout', $a, 'postgres', 'upgrade head', 'zklock_timeout=1s'));
+my $late = deployer_finish(deploy_start('deploy-timeout', $a, 'postgres', 'upgrade head', 'zklock_timeout=1s'));
 isnt($late->{rc}, 0, 'a deployer whose zklock_timeout runs out fails');
 like($late->{err}, qr/LockNotAvailable\) could not obtain ZooKeeper lock "\Q$LOCK\E"/,
 	'... with lock_not_available (55P03), naming the lock');
@@ -183,7 +138,7 @@ my @deployers = map { deploy_start("deploy-$_->[0]", $_->[1], 'postgres', 'upgra
   (['a1', $a], ['b1', $b], ['a2', $a], ['b2', $b]);
 my @queue = split ' ', wait_queued($a, @deployers);
 $gate->query_safe("SELECT zk_lock_release('$LOCK')");
-deploy_finish($_) for @deployers;
+deployer_finish($_) for @deployers;
 
 is(join(' ', map { $_->{rc} } @deployers), '0 0 0 0', 'every deployer exits 0');
 my %deployer = map { $_->{name} => $_ } @deployers;
@@ -229,7 +184,7 @@ for my $i (1, 2)
 is($b->safe_psql('postgres', "SELECT string_agg(DISTINCT scope, ' ') FROM zk_locks WHERE name = '$LOCK'"),
 	'session', 'with transaction_per_migration the deployers wait for a session-scope lock');
 $gate->query_safe("SELECT zk_lock_release('$LOCK')");
-deploy_finish($_) for @tpm;
+deployer_finish($_) for @tpm;
 is(join(' ', map { $_->{rc} } @tpm), '0 0', 'both exit 0');
 is($tpm[0]{upgrades}, $HEAD_RUN, 'the first ran the three upgrades');
 is($tpm[1]{upgrades}, '', 'the second, having waited, ran none');
@@ -251,7 +206,7 @@ sub race
 	my ($db, @x) = @_;
 	$a->safe_psql('postgres', "CREATE DATABASE $db");
 	$a->safe_psql($db, 'CREATE EXTENSION zklock');
-	my $stamp = deploy_finish(deploy_start("$db-stamp", $a, $db, 'stamp base', @x));
+	my $stamp = deployer_finish(deploy_start("$db-stamp", $a, $db, 'stamp base', @x));
 	is($stamp->{rc}, 0, "$db: database stamped at base");
 	my $hold = bg_session($a, dbname => $db);
 	$hold->query_safe('BEGIN; LOCK TABLE alembic_version IN ACCESS EXCLUSIVE MODE');
@@ -261,13 +216,13 @@ sub race
 			$a->safe_psql('postgres',
 				"SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE '$db-_' "
 				  . "AND wait_event_type IN ('Lock', 'Extension')") eq '2'
-			  || grep { deploy_ended($_) } @d;
+			  || grep { deployer_ended($_) } @d;
 		},
 		60,
 		"$db: both deployers waiting");
 	$hold->query_safe('COMMIT');
 	$hold->quit;
-	deploy_finish($_) for @d;
+	deployer_finish($_) for @d;
 	my ($revs) = split /\|/, applied($a, $db);
 	note("$db: exit codes @{[ map { $_->{rc} } @d ]}, upgrades run: "
 		  . join('; ', map { "$_->{name}: $_->{upgrades}" } @d) . ", revisions committed: $revs");

@@ -22,10 +22,9 @@ use warnings FATAL => 'all';
 use Cwd qw(abs_path);
 use FindBin;
 use lib "$FindBin::RealBin/../lib";
-use IPC::Run;
 use PostgreSQL::Test::Utils;
 use ZklockTest;
-use ZklockTest::Cleanup qw($owner_pid);
+use ZklockTest::Deployer;
 use Test::More;
 
 my $src = abs_path("$FindBin::RealBin/../../examples/alembic");
@@ -70,16 +69,6 @@ def downgrade() -> None:
 });
 }
 
-$ENV{PYTHONDONTWRITEBYTECODE} = 1;
-my @running;
-END
-{
-	if ($$ == $owner_pid)
-	{
-		eval { $_->{h}->kill_kill(grace => 2) } for @running;
-	}
-}
-
 my $zk = zk_start(1);
 my $a = zklock_node('a', $zk);
 
@@ -89,29 +78,7 @@ sub deploy_start
 	my $url = "postgresql+psycopg2:///$db?host=" . $a->host . '&port=' . $a->port . "&application_name=$name";
 	my @cmd = ('/usr/bin/python3', '-m', 'alembic', '-c', "$recipe/alembic.ini",
 		map({ ('-x', $_) } "url=$url", @x), 'upgrade', 'head');
-	my $d = { name => $name, out => '', err => '' };
-	$d->{h} = IPC::Run::start(\@cmd, '<', \undef, '>', \$d->{out}, '2>', \$d->{err}, IPC::Run::timeout(90));
-	push @running, $d;
-	return $d;
-}
-
-sub deploy_finish
-{
-	my ($d) = @_;
-	if (eval { $d->{h}->finish; 1 })
-	{
-		$d->{rc} = $d->{h}->full_result(0) >> 8;
-	}
-	else
-	{
-		diag("$d->{name}: $@");
-		eval { $d->{h}->kill_kill(grace => 2) };
-		$d->{rc} = -1;
-	}
-	@running = grep { $_ != $d } @running;
-	$d->{upgrades} = join ' ', map { s/\s+//gr } $d->{err} =~ /Running upgrade\s*(\S*\s*->\s*\S+),/g;
-	note("$d->{name} exited with $d->{rc}; its log:\n$d->{err}");
-	return $d;
+	return deployer_start($name, \@cmd);
 }
 
 sub applied
@@ -139,7 +106,7 @@ sub race
 	my @d = map { deploy_start("$db-$_", $db, @x) } 1, 2;
 	wait_until(sub { $ready->(@d) }, 60, "both deployers of $db waiting");
 	$gate->query_safe("SELECT zk_lock_release('$LOCK')");
-	deploy_finish($_) for @d;
+	deployer_finish($_) for @d;
 	# The one that applied revisions first.
 	return ((grep { $_->{upgrades} ne '' } @d), (grep { $_->{upgrades} eq '' } @d));
 }
@@ -178,10 +145,7 @@ checks('app1', '(1) queue');
 	'app2',
 	sub {
 		# Both configured alembic's context, the step before the lock.
-		for my $d (@_)
-		{
-			eval { $d->{h}->pump_nb if $d->{h}->pumpable; 1 };
-		}
+		deployer_ended($_) for @_;
 		return 2 == grep { $_->{err} =~ /Will assume transactional DDL/ } @_;
 	},
 	'zklock_wait=poll');
@@ -195,7 +159,7 @@ checks('app2', '(1) poll');
 # ---------------------------------------------------------------------
 $a->safe_psql('postgres', 'CREATE DATABASE app3');
 $a->safe_psql('app3', 'CREATE EXTENSION zklock');
-my $t = deploy_finish(deploy_start('deploy-xact', 'app3', 'zklock_scope=transaction'));
+my $t = deployer_finish(deploy_start('deploy-xact', 'app3', 'zklock_scope=transaction'));
 isnt($t->{rc}, 0, '(2) transaction scope: the deploy fails');
 like($t->{err}, qr/zklock: the lock '\Q$LOCK\E' was released during revision 0004: .*autocommit_block/,
 	'(2) saying the lock was released during revision 0004 by an autocommit block');

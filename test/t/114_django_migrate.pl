@@ -20,10 +20,9 @@ use warnings FATAL => 'all';
 use Cwd qw(abs_path);
 use FindBin;
 use lib "$FindBin::RealBin/../lib";
-use IPC::Run;
 use PostgreSQL::Test::Utils;
 use ZklockTest;
-use ZklockTest::Cleanup qw($owner_pid);
+use ZklockTest::Deployer;
 use Test::More;
 
 my $src = abs_path("$FindBin::RealBin/../../examples/django");
@@ -39,50 +38,23 @@ append_to_file("$project/settings_nolock.py",
 	qq{from settings import *  # noqa: F401,F403\n\nINSTALLED_APPS = ["shop"]\n});
 my ($LOCK) = slurp_file("$project/settings.py") =~ /^ZKLOCK_MIGRATE_LOCK = "([^"]+)"/m or die 'no lock name';
 
-$ENV{PYTHONDONTWRITEBYTECODE} = 1;
-my @running;
-END
-{
-	if ($$ == $owner_pid)
-	{
-		eval { $_->{h}->kill_kill(grace => 2) } for @running;
-	}
-}
-
 my $zk = zk_start(1);
 my $a = zklock_node('a', $zk);
 
 sub deploy_start
 {
 	my ($name, $db, $settings) = @_;
-	my $d = { name => $name, out => '', err => '' };
-	local $ENV{PGHOST} = $a->host;
-	local $ENV{PGPORT} = $a->port;
-	local $ENV{PGDATABASE} = $db;
-	local $ENV{PGAPPNAME} = $name;
-	local $ENV{DJANGO_SETTINGS_MODULE} = $settings;
-	$d->{h} = IPC::Run::start([ '/usr/bin/python3', "$project/manage.py", 'migrate', '--noinput' ],
-		'<', \undef, '>', \$d->{out}, '2>', \$d->{err}, init => sub { chdir $project }, IPC::Run::timeout(90));
-	push @running, $d;
-	return $d;
-}
-
-sub deploy_finish
-{
-	my ($d) = @_;
-	if (eval { $d->{h}->finish; 1 })
-	{
-		$d->{rc} = $d->{h}->full_result(0) >> 8;
-	}
-	else
-	{
-		diag("$d->{name}: $@");
-		eval { $d->{h}->kill_kill(grace => 2) };
-		$d->{rc} = -1;
-	}
-	@running = grep { $_ != $d } @running;
-	note("$d->{name} exited with $d->{rc}; its output:\n$d->{out}\n$d->{err}");
-	return $d;
+	return deployer_start(
+		$name,
+		[ '/usr/bin/python3', "$project/manage.py", 'migrate', '--noinput' ],
+		dir => $project,
+		env => {
+			PGHOST => $a->host,
+			PGPORT => $a->port,
+			PGDATABASE => $db,
+			PGAPPNAME => $name,
+			DJANGO_SETTINGS_MODULE => $settings
+		});
 }
 
 sub race
@@ -106,7 +78,7 @@ sub race
 		"$db: both deployers waiting");
 	$hold->query_safe('COMMIT');
 	$hold->quit;
-	deploy_finish($_) for @d;
+	deployer_finish($_) for @d;
 	return @d;
 }
 
@@ -152,17 +124,12 @@ my $log = "$project/runs.log";
 sub wrap_start
 {
 	my ($name, $timeout) = @_;
-	local $ENV{PGHOST} = $a->host;
-	local $ENV{PGPORT} = $a->port;
-	local $ENV{PGDATABASE} = 'postgres';
-	local $ENV{PGAPPNAME} = $name;
-	my $d = { name => $name, out => '', err => '' };
-	$d->{h} = IPC::Run::start(
+	return deployer_start(
+		$name,
 		[ 'bash', $wrapper, 'tool-deploy', $timeout, '--', 'bash', '-c',
 			"echo \"$name start \$(date +%s.%N)\" >>'$log'; sleep 1; echo \"$name end \$(date +%s.%N)\" >>'$log'" ],
-		'<', \undef, '>', \$d->{out}, '2>', \$d->{err}, IPC::Run::timeout(60));
-	push @running, $d;
-	return $d;
+		env => { PGHOST => $a->host, PGPORT => $a->port, PGDATABASE => 'postgres', PGAPPNAME => $name },
+		timeout => 60);
 }
 my $gate = bg_session($a);
 $gate->query_safe("SELECT zk_lock_acquire('tool-deploy')");
@@ -170,11 +137,11 @@ my @w = map { wrap_start("run-$_", '30s') } 1, 2;
 wait_until(
 	sub { $a->safe_psql('postgres', "SELECT count(*) FROM zk_lock_contenders('tool-deploy') WHERE state = 'waiting'") eq '2' },
 	30, 'both wrapped runs waiting');
-my $late = deploy_finish(wrap_start('run-late', '1s'));
+my $late = deployer_finish(wrap_start('run-late', '1s'));
 is($late->{rc}, 1, '(3) zklock-run.sh: a run whose timeout runs out exits 1');
 like($late->{err}, qr/could not obtain ZooKeeper lock "tool-deploy"/, '(3) with psql\'s error');
 $gate->query_safe("SELECT zk_lock_release('tool-deploy')");
-deploy_finish($_) for @w;
+deployer_finish($_) for @w;
 is(join(' ', map { $_->{rc} } @w), '0 0', '(3) the two runs exit 0');
 my @ev = map { [split ' '] } split /\n/, slurp_file($log);
 is(join(' ', map { $_->[1] } @ev), 'start end start end', '(3) their commands ran one after the other, not overlapping');
