@@ -4,8 +4,9 @@
 #
 #   test/explore/run.sh [--tap] [explore.py]
 #
-# First the scripts of found/ are replayed, in one set of clusters, as
-# regression tests (those marked "-- replay in CI: no" are left out: their
+# First the scripts of found/ (found by the explorer) and cases/ (written by
+# hand from its steps) are replayed, in one set of clusters, as regression
+# tests (those marked "-- replay in CI: no" are left out: their
 # defect is not fixed on main yet); then two explorations one after the
 # other: a fixed seed (EXPLORE_SEED, default 4545) and a random one, both
 # printed, sharing what is left of EXPLORE_SECONDS (default 180 in all).  EXPLORE_ALL=1 enables every feature of the grammar
@@ -31,7 +32,7 @@ rc=0
 n=1
 start=$(date +%s)
 REPLAY=()
-for f in "$HERE"/found/*.sql; do
+for f in "$HERE"/found/*.sql "$HERE"/cases/*.sql; do
 	[ -e "$f" ] || continue
 	grep -q '^-- replay in CI: no' "$f" || REPLAY+=("$f")
 done
@@ -46,9 +47,9 @@ if [ ${#REPLAY[@]} -gt 0 ]; then
 fi
 if [ "$TAP" = yes ]; then
 	if [ "$r" -eq 0 ]; then
-		echo "ok 1 - replay of found/: ${#REPLAY[@]} scripts"
+		echo "ok 1 - replay of found/ and cases/: ${#REPLAY[@]} scripts"
 	else
-		echo "not ok 1 - replay of found/: ${#REPLAY[@]} scripts"
+		echo "not ok 1 - replay of found/ and cases/: ${#REPLAY[@]} scripts"
 	fi
 fi
 [ "$r" -eq 0 ] || rc=1
