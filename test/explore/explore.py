@@ -23,7 +23,17 @@ and hypothesis can shrink freely.  The oracles (check_*):
   T   release then try in one statement, with nobody else around: true;
   E   no error of class XX; no crash line in either server log;
   Q   at quiescence (every session closed): no node left in the example's
-      lock directories, no slot used.
+      lock directories, no slot used;
+  J   the batch job's write through dblink never lands after its cluster
+      was cut off ZooKeeper for longer than the session timeout;
+  C   zk_lock_check is never true for a lock the session lost while
+      another holds it exclusively;
+  S   a semaphore of one permit never has two holders;
+  P   the row a procedure rolled back is never visible.
+
+A COMMIT waiting for a synchronous standby is excused from V when a loss
+from outside zklock (a node deleted, a session expired) comes during that
+wait: doc/failures.md leaves that unbounded wait to fencing.
 """
 
 import argparse
