@@ -11,7 +11,8 @@ OBJS = src/zklock.o src/settings.o \
 	src/rules/session_record.o src/rules/slot_quota.o src/rules/stats_record.o src/rules/waits_for.o \
 	src/names/encode.o src/names/lock_name.o src/names/name_text.o \
 	src/backend/request.o src/backend/locks.o src/backend/xact_holds.o src/backend/acquire.o src/backend/xact_end.o \
-	src/backend/contenders.o src/backend/recent_read.o src/backend/deadlock.o src/backend/fence.o src/backend/fence_trigger.o \
+	src/backend/contenders.o src/backend/recent_read.o src/backend/fence.o src/backend/fence_trigger.o \
+	src/backend/waits_graph.o src/backend/deadlock_check.o src/backend/waits_view.o \
 	src/backend/functions.o \
 	src/worker/worker.o src/worker/session.o src/worker/zk_events.o src/worker/slot_steps.o src/worker/lock_recipe.o \
 	src/worker/semaphore.o src/worker/inspect.o src/worker/dispatch.o src/worker/slot_recovery.o \

@@ -3,7 +3,7 @@
  * acquire.c
  *		Taking a lock, in the backend: describe the holder, post the
  *		request (request.c), wait for the grant with the timeout, the
- *		session's loss and deadlock detection (deadlock.c) in view, and
+ *		session's loss and deadlock detection (deadlock_check.c) in view, and
  *		count the hold (locks.c).  zk_lock, zk_try_lock, zk_lock_set and
  *		their kin end here.
  *
@@ -39,7 +39,7 @@
 
 #include "pg_compat.h"
 #include "backend/acquire.h"
-#include "backend/deadlock.h"
+#include "backend/deadlock_check.h"
 #include "backend/locks.h"
 #include "backend/request.h"
 #include "names/encode.h"
@@ -48,25 +48,60 @@
 
 static bool zkl_request(const char *name, zkl_mode mode, int permits, bool xact, bool try_only, int64 timeout_ms, int64 session_wait_ms, int64 *token);
 
+/*
+ * Who this backend is, the start of every description: its cluster,
+ * host, port, pid, database, user and application_name.  Made once and
+ * again only when the user or application_name changed (the database of
+ * a backend never does), not on every acquire: the catalog lookups and
+ * gethostname are no part of a lock's path.  A role renamed meanwhile
+ * shows under its old name until then.
+ */
+static char *zkl_who = NULL;
+static Oid	zkl_who_user = InvalidOid;
+static char *zkl_who_app = NULL;
+
+static const char *
+zkl_who_am_i(void)
+{
+	Oid			user = GetUserId();
+	const char *app = application_name ? application_name : "";
+	StringInfoData buf;
+	char		host[256];
+
+	if (zkl_who != NULL && user == zkl_who_user && strcmp(zkl_who_app, app) == 0)
+		return zkl_who;
+
+	/* Made whole before it is kept: an error leaves nothing half made. */
+	initStringInfo(&buf);
+	zkl_host_name(host, sizeof(host));
+	zkl_json_field(&buf, "cluster", cluster_name);
+	appendStringInfo(&buf, ",\"system_identifier\":\"" UINT64_FORMAT "\"", GetSystemIdentifier());
+	zkl_json_field(&buf, "host", host);
+	appendStringInfo(&buf, ",\"port\":%d,\"pid\":%d", PostPortNumber, MyProcPid);
+	zkl_json_field(&buf, "database", get_database_name(MyDatabaseId));
+	zkl_json_field(&buf, "user", GetUserNameFromId(user, false));
+	zkl_json_field(&buf, "application_name", app);
+	if (zkl_who != NULL)
+	{
+		pfree(zkl_who);
+		pfree(zkl_who_app);
+	}
+	zkl_who = MemoryContextStrdup(TopMemoryContext, buf.data);
+	zkl_who_app = MemoryContextStrdup(TopMemoryContext, app);
+	zkl_who_user = user;
+	pfree(buf.data);
+	return zkl_who;
+}
+
 /* The node's data: who is asking, for any ZooKeeper client to read. */
 static void
 zkl_describe_holder(char *out, zkl_mode mode, bool xact, TimestampTz now)
 {
 	StringInfoData buf;
-	char		host[256];
-	char	   *dbname = get_database_name(MyDatabaseId);
-
-	zkl_host_name(host, sizeof(host));
 
 	initStringInfo(&buf);
 	appendStringInfoChar(&buf, '{');
-	zkl_json_field(&buf, "cluster", cluster_name);
-	appendStringInfo(&buf, ",\"system_identifier\":\"" UINT64_FORMAT "\"", GetSystemIdentifier());
-	zkl_json_field(&buf, "host", host);
-	appendStringInfo(&buf, ",\"port\":%d,\"pid\":%d", PostPortNumber, MyProcPid);
-	zkl_json_field(&buf, "database", dbname);
-	zkl_json_field(&buf, "user", GetUserNameFromId(GetUserId(), false));
-	zkl_json_field(&buf, "application_name", application_name);
+	appendStringInfoString(&buf, zkl_who_am_i());
 	zkl_json_field(&buf, "scope", xact ? "transaction" : "session");
 	zkl_json_field(&buf, "mode", zkl_mode_name(mode));
 	zkl_json_field(&buf, "requested_at", timestamptz_to_str(now));
@@ -176,7 +211,7 @@ zkl_report_timeout(const char *name, int64 timeout_ms, bool connected, bool behi
 }
 
 /*
- * This request is the victim of a cycle of waits (deadlock.c): it gives up,
+ * This request is the victim of a cycle of waits (deadlock_check.c): it gives up,
  * as a timeout would, and says what the cycle was.  A request granted since
  * the check is no victim: it returns, and the caller finds the grant.
  */
@@ -255,16 +290,21 @@ zkl_deadline_wake(const char *name, TimestampTz deadline, int64 timeout_ms,
 }
 
 /*
- * A wait's deadlock check, every deadlock_timeout: fails the request that
- * closes a cycle.  Without a session there is nothing to read: it looks
- * again later.  Returns when to look next.
+ * A wait's deadlock check (deadlock_check.c): once when the wait has
+ * lasted deadlock_timeout, then after each further deadlock_timeout only
+ * if the waits-for graph may have changed since; fails the request that
+ * gives up for a cycle.  Without a session there is nothing to read: it
+ * looks again later.  Returns when to look next.
  */
 static TimestampTz
-zkl_look_for_cycle(const char *name, int slotno, uint32 generation, zkl_session_state session)
+zkl_look_for_cycle(const char *name, int slotno, uint32 generation, zkl_session_state session,
+				   bool first)
 {
-	char	   *cycle = session == ZKL_SESSION_CONNECTED ?
-	zkl_deadlock_check(slotno, generation, name) : NULL;
+	char	   *cycle = NULL;
 
+	if (session == ZKL_SESSION_CONNECTED &&
+		(first || zkl_deadlock_recheck_due(slotno, generation)))
+		cycle = zkl_deadlock_check(slotno, generation, name);
 	if (cycle)
 		zkl_report_deadlock(name, slotno, generation, cycle);
 	return TimestampTzPlusMilliseconds(GetCurrentTimestamp(), DeadlockTimeout);
@@ -299,11 +339,12 @@ zkl_await_grant(const char *name, const char *dir, int slotno, uint32 generation
 	zkl_slot   *slot = &zkl_shared->slots[slotno];
 
 	/*
-	 * A wait that lasts deadlock_timeout looks for a cycle, and again after
-	 * each.
+	 * A wait that lasts deadlock_timeout looks for a cycle, and after each
+	 * further one, whether it should look again.
 	 */
 	TimestampTz next_check = detect && DeadlockTimeout > 0 ?
 	TimestampTzPlusMilliseconds(start, DeadlockTimeout) : 0;
+	bool		checked = false;
 
 	for (;;)
 	{
@@ -350,7 +391,8 @@ zkl_await_grant(const char *name, const char *dir, int slotno, uint32 generation
 
 		if (next_check != 0 && now >= next_check)
 		{
-			next_check = zkl_look_for_cycle(name, slotno, generation, session);
+			next_check = zkl_look_for_cycle(name, slotno, generation, session, !checked);
+			checked = checked || session == ZKL_SESSION_CONNECTED;
 			/* What happened meanwhile is looked at before sleeping. */
 			continue;
 		}

@@ -116,7 +116,9 @@ zkl_data_text(const char *data, int len)
 /*
  * Ask the worker, growing the segment until the reply fits.  The first
  * guess for the directory this backend read last is what its reply needed
- * then: a large directory read again is read once, not twice.
+ * then: a large directory read again is read once, not twice.  A reply
+ * without have_stat is a read that failed (a deadlock check's, which
+ * reports nothing).
  */
 dsm_segment *
 zkl_fetch_directory(const char *name, const char *dir)
@@ -136,6 +138,7 @@ zkl_fetch_directory(const char *name, const char *dir)
 		reply->capacity = capacity;
 		reply->needed = 0;
 		reply->nchildren = 0;
+		reply->have_stat = false;
 		(void) zkl_ask_worker(name, dir, ZKL_OP_INSPECT, NULL, dsm_segment_handle(seg));
 		strlcpy(last_dir, dir, sizeof(last_dir));
 		last_needed = reply->needed;

@@ -37,8 +37,8 @@ typedef struct zkl_contender
 									 * for it */
 	char	   *owner;			/* "<session>-<pid>" of a zklock node (its
 								 * ephemeralOwner and its description's pid),
-								 * as deadlock.c names backends; NULL for any
-								 * other */
+								 * as waits_graph.c names backends; NULL for
+								 * any other */
 } zkl_contender;
 
 extern dsm_segment *zkl_fetch_directory(const char *name, const char *dir);

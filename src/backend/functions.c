@@ -3,7 +3,7 @@
  * functions.c
  *		The SQL interface of zklock, in the backends: argument checks and
  *		result shapes.  The work is done in acquire.c, locks.c,
- *		contenders.c and deadlock.c.
+ *		contenders.c and waits_view.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -18,7 +18,7 @@
 
 #include "backend/acquire.h"
 #include "backend/contenders.h"
-#include "backend/deadlock.h"
+#include "backend/waits_view.h"
 #include "backend/locks.h"
 #include "backend/request.h"
 #include "names/encode.h"
@@ -549,7 +549,7 @@ zk_status_1_5(PG_FUNCTION_ARGS)
 	return zkl_status_row(fcinfo, ZKL_COLUMNS_STATUS_1_5);
 }
 
-/* The waits-for edges this cluster can see (deadlock.c). */
+/* The waits-for edges this cluster can see (waits_view.c). */
 Datum
 zk_waits_for(PG_FUNCTION_ARGS)
 {

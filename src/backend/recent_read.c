@@ -17,7 +17,7 @@
  *
  * Only a first reading may be old: a cycle formed since it was made is
  * found by a later check, and one it shows that is gone is refuted by the
- * second reading, which deadlock.c always makes afresh (max_age 0).
+ * second reading, which deadlock_check.c always makes afresh (max_age 0).
  *
  *-------------------------------------------------------------------------
  */

@@ -6,7 +6,7 @@
  *		fill it, queue it and wake the worker (zkl_submit_slot), wait on
  *		the latch for the worker's answer, and give the slot back.  Used
  *		for locks (acquire.c) and for the reads and revocations of
- *		contenders.c and deadlock.c (zkl_ask_worker); also what a wait
+ *		contenders.c and waits_graph.c (zkl_ask_worker); also what a wait
  *		publishes for deadlock detection (zkl_publish_wait), and the proof
  *		that the session lives (zkl_session_proven).
  *

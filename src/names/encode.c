@@ -73,7 +73,7 @@ zkl_lock_dir(const char *name, int len)
 }
 
 /*
- * The directory of published waits (deadlock.c): a leading "." is escaped
+ * The directory of published waits (waits_graph.c): a leading "." is escaped
  * in every encoded name, so no lock's directory can be this one.
  */
 char	   *

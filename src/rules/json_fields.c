@@ -3,7 +3,7 @@
  * json_fields.c
  *		The JSON of ZooKeeper nodes, read in the backends: whether a node's
  *		data is zklock's description of a contender, and the top-level
- *		fields of a description or of a published wait (deadlock.c).
+ *		fields of a description or of a published wait (waits_graph.c).
  *
  * Any client with write access to zklock's root can write any bytes
  * there, so everything here takes any data without harm.  Built into the

@@ -41,16 +41,18 @@
  * bounded length (max_cycle edges): a longer cycle is not seen.
  *
  * Stand-ins.  A detector reads the graph from its own wait, breadth-first,
- * within a bound of lock directories (deadlock.c), so members of one cycle
- * may see different parts of the graph: the newest request's reads may all
- * go to waits that lead elsewhere, while an older member reaches the whole
- * cycle at once.  The victim checks the moment it publishes its wait and
- * after each of its deadlock_timeouts, so a cycle that an older member has
- * seen, node for node, for a few of the longest deadlock_timeout of its
- * members is one its victim cannot see; that member then gives up in its
- * place (zkl_deadlock_standin_ms says when).  Members that see it take
- * that turn newest first, each after the one before had time to see it at
- * a check of its own and give up, so the cycle still loses one member.
+ * within a bound of lock directories (backend/waits_graph.c), so members
+ * of one cycle may see different parts of the graph: the newest request's
+ * reads may all go to waits that lead elsewhere, while an older member
+ * reaches the whole cycle at once.  Which member gives up is therefore
+ * decided from what each member's reading reaches, never from how long a
+ * member took to read: zkl_deadlock_standin_order lists the members, the
+ * victim first, and the first of them whose own bounded reading reaches
+ * the cycle gives up.  A member that sees the cycle reads the graph as
+ * each member before it in that order would (the same reading from that
+ * member's published wait, by the same bound), and gives up only when
+ * none of them reaches it.  A slow victim is thus never overtaken: the
+ * others wait for it as long as its reading can see the cycle.
  *
  *-------------------------------------------------------------------------
  */
@@ -386,49 +388,112 @@ zkl_deadlock_any_cycle(const zkl_wait_edge *edges, int nedges,
 }
 
 /*
- * How long self, a member of a cycle (edges of zkl_deadlock_any_cycle,
- * cycle[0] its own) that is not its victim, lets the cycle stand before it
- * gives up in the victim's place; -1 when self's request is the newest
- * zklock request of the cycle (the victim rule decides) or self has no
- * zklock wait in it.  timeout_ms gives, per edge, the deadlock_timeout of
- * its waiter (0: unknown or a PostgreSQL lock's wait).
- *
- * With rank r (r zklock requests of the cycle newer than self's) and L the
- * longest deadlock_timeout of the cycle's zklock waiters, the answer is
- * r * ZKL_STANDIN_TIMEOUTS * L, counted from the first check at which self
- * saw this cycle.  Every member sees a cycle first within its own
- * deadlock_timeout (at most L) and a check after the cycle closed, and
- * acts at a check at most L after its turn came: the member of rank r
- * gives up at most r * 4L + 2L after the cycle closed plus two checks'
- * reads, before rank r + 1 may, at (r + 1) * 4L at the earliest.  The
- * victim itself (rank 0) gives up within L and a check.
+ * The order in which the members of a cycle (edges of
+ * zkl_deadlock_any_cycle, cycle[] its edges) are asked to give up: into
+ * order, the positions in cycle of the edges of its zklock waiters, first
+ * the cycle's victim by the victim rule (judged on the cycle's own edges),
+ * then the others newest request first.  Returns how many there are.  The
+ * detector gives up in that order's first member whose own reading of the
+ * graph reaches the cycle (deadlock_check.c): every member computes the
+ * same order from the same cycle.
  */
-int64_t
-zkl_deadlock_standin_ms(const zkl_wait_edge *edges, const int *cycle, int ncycle,
-						zkl_backend_ref self, int64_t self_czxid,
-						const int64_t *timeout_ms)
+int
+zkl_deadlock_standin_order(const zkl_wait_edge *edges, const int *cycle, int ncycle,
+						   int *order)
 {
-	int			rank = 0;
-	int64_t		longest = 0;
-	bool		self_waits = false;
+	zkl_wait_edge own[ZKL_MAX_CYCLE];
+	int			found[ZKL_MAX_CYCLE];
+	int			n = 0;
+	int			nvictims = 0;
 
+	if (ncycle > ZKL_MAX_CYCLE)
+		ncycle = ZKL_MAX_CYCLE;
 	for (int k = 0; k < ncycle; k++)
-	{
-		const zkl_wait_edge *e = &edges[cycle[k]];
+		own[k] = edges[cycle[k]];
+	for (int k = 0; k < ncycle; k++)
+		if (own[k].kind == ZKL_WAIT_ZKLOCK)
+			order[n++] = k;
+	/* Newest first (insertion sort: a cycle is short). */
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 &&
+			 zkl_request_newer(own[order[j]].czxid, own[order[j]].waiter,
+							   own[order[j - 1]].czxid, own[order[j - 1]].waiter); j--)
+		{
+			int			t = order[j];
 
-		if (e->kind != ZKL_WAIT_ZKLOCK)
-			continue;
-		if (timeout_ms[cycle[k]] > longest)
-			longest = timeout_ms[cycle[k]];
-		if (zkl_backend_equal(e->waiter, self))
-			self_waits = true;
-		else if (zkl_request_newer(e->czxid, e->waiter, self_czxid, self))
-			rank++;
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	/* The victims by the rule move to the front, keeping that order. */
+	for (int i = 0; i < n; i++)
+	{
+		const zkl_wait_edge *e = &own[order[i]];
+
+		if (zkl_deadlock_victim_cycle(own, ncycle, e->waiter, e->czxid, found, ZKL_MAX_CYCLE) > 0)
+		{
+			int			t = order[i];
+
+			for (int j = i; j > nvictims; j--)
+				order[j] = order[j - 1];
+			order[nvictims++] = t;
+		}
 	}
-	if (!self_waits || rank == 0)
-		return -1;
-	/* Nobody's deadlock_timeout known: PostgreSQL's default. */
-	if (longest <= 0)
-		longest = 1000;
-	return (int64_t) rank * ZKL_STANDIN_TIMEOUTS * longest;
+	return n;
+}
+
+/* Whether name is one of names[0..n). */
+static bool
+zkl_name_in(const char *name, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Whether a wait was published under <root>/.waits, since a reading that
+ * saw there the children before[] and the child counters (cversion0,
+ * count0), that can close a cycle through the detector's wait, judged by
+ * a later listing (after[], cversion, count).  A wait's edges only shrink,
+ * so only a new publication adds an edge, and only one by a backend the
+ * detector's reading reached (reach[], names as the worker gives them,
+ * "<session>-<pid>"; nreach -1: not known, any) can close a cycle
+ * through it; with every_change (the
+ * reading did not reach all it could), any change at all counts.
+ * ZooKeeper's cversion counts the directory's creates and deletes, so the
+ * creates are half the sum of its growth and the count's: when more were
+ * created than new names are listed (a backend's next wait under its old
+ * name, one created and gone again), who published is not known, and it
+ * counts.  A listing older than the reading (cversion behind, as serial
+ * numbers) tells nothing new.
+ */
+bool
+zkl_waits_recheck(const char *const *before, int nbefore,
+				  const char *const *after, int nafter,
+				  int32_t cversion0, int32_t count0, int32_t cversion, int32_t count,
+				  const char *const *reach, int nreach, bool every_change)
+{
+	int64_t		changes = (int32_t) ((uint32_t) cversion - (uint32_t) cversion0);
+	int64_t		creates;
+	int			fresh = 0;
+
+	if (changes <= 0)
+		return false;
+	if (every_change)
+		return true;
+	creates = (changes + ((int64_t) count - count0)) / 2;
+	if (creates <= 0)
+		return false;
+	if (nreach < 0)
+		return true;
+	for (int i = 0; i < nafter; i++)
+	{
+		if (zkl_name_in(after[i], before, nbefore))
+			continue;
+		fresh++;
+		if (zkl_name_in(after[i], reach, nreach))
+			return true;
+	}
+	return fresh < creates;
 }

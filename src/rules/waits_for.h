@@ -67,15 +67,11 @@ extern int	zkl_deadlock_any_cycle(const zkl_wait_edge *edges, int nedges,
 								   zkl_backend_ref self,
 								   int *cycle, int max_cycle);
 
-/*
- * A member of a cycle that is not its victim gives up in the victim's
- * place once it has seen the cycle, unchanged, for this many multiples of
- * the longest deadlock_timeout of its members, times its rank.
- */
-#define ZKL_STANDIN_TIMEOUTS 4
-
-extern int64_t zkl_deadlock_standin_ms(const zkl_wait_edge *edges, const int *cycle,
-									   int ncycle, zkl_backend_ref self,
-									   int64_t self_czxid, const int64_t *timeout_ms);
+extern bool zkl_waits_recheck(const char *const *before, int nbefore,
+							  const char *const *after, int nafter,
+							  int32_t cversion0, int32_t count0, int32_t cversion, int32_t count,
+							  const char *const *reach, int nreach, bool every_change);
+extern int	zkl_deadlock_standin_order(const zkl_wait_edge *edges, const int *cycle,
+									   int ncycle, int *order);
 
 #endif							/* ZKLOCK_WAITS_FOR_H */

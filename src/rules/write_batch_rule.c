@@ -131,7 +131,11 @@ zkl_wb_group(const zkl_wb_kind *kinds, const char *const *dirs, int n, int *grou
 
 /*
  * How many multis may be in flight before ready writes wait, given
- * ZooKeeper's shortest recent round trip (zkl_wb_rtt_shortest).  Near
+ * ZooKeeper's shortest recent round trip (zkl_wb_rtt_shortest) of a sync
+ * or a read: its network distance, not a multi's round trip, which adds
+ * the quorum write and its fsync (an ensemble's slow writes would let
+ * more multis fly, each carrying less, where one carrying more is what
+ * spares ZooKeeper).  Near
  * ZooKeeper (under ZKL_WB_PACE_US) one: what becomes ready while a multi
  * is in flight waits for its answer, and ZooKeeper pays once for all of
  * it.  Far from it, a write would wait a long round trip for company, and

@@ -20,12 +20,13 @@
 /*
  * Multis in flight at most before ready writes wait for an answer: one,
  * and one more for each ZKL_WB_PACE_US of ZooKeeper's shortest recent round
- * trip, up to ZKL_WB_MAX_IN_FLIGHT.
+ * trip of a sync (its network distance, not a quorum write's), up to
+ * ZKL_WB_MAX_IN_FLIGHT.
  */
 #define ZKL_WB_PACE_US			500
 #define ZKL_WB_MAX_IN_FLIGHT	8
 
-/* The shortest round trip of the multis, over ZKL_WB_RTT_WINDOW_US or more. */
+/* The shortest round trip of the syncs, over ZKL_WB_RTT_WINDOW_US or more. */
 #define ZKL_WB_RTT_WINDOW_US	5000000
 typedef struct zkl_wb_rtt
 {

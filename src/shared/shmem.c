@@ -81,6 +81,7 @@ void
 zkl_shmem_startup(void)
 {
 	bool		found;
+	HASHCTL		role_counts_info;
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	zkl_shared = ShmemInitStruct("zklock", zkl_shmem_struct_size(), &found);
@@ -131,15 +132,13 @@ zkl_shmem_startup(void)
 		MAXALIGN(&zkl_shared->queue[zkl_shared->nslots]);
 	if (!found)
 		zkl_shared->nbackends = MaxBackends;
-	{
-		HASHCTL		info;
 
-		info.keysize = sizeof(Oid);
-		info.entrysize = sizeof(zkl_role_count);
-		zkl_role_counts = ShmemInitHash("zklock slots per role",
-										zkl_max_locks, zkl_max_locks,
-										&info, HASH_ELEM | HASH_BLOBS);
-	}
+	/* The slots each role uses, for zklock.max_locks_per_role. */
+	role_counts_info.keysize = sizeof(Oid);
+	role_counts_info.entrysize = sizeof(zkl_role_count);
+	zkl_role_counts = ShmemInitHash("zklock slots per role",
+									zkl_max_locks, zkl_max_locks,
+									&role_counts_info, HASH_ELEM | HASH_BLOBS);
 	LWLockRelease(AddinShmemInitLock);
 }
 

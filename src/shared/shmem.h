@@ -57,8 +57,8 @@ typedef enum zkl_slot_op
 	ZKL_OP_LOCK = 0,			/* contend for the lock (or a semaphore) */
 	ZKL_OP_INSPECT,				/* zk_lock_contenders: read the directory */
 	ZKL_OP_REVOKE,				/* zk_lock_revoke: ask the holder at target */
-	ZKL_OP_PUBLISH				/* publish a lasting wait (deadlock.c): the
-								 * node stays until the slot is given up */
+	ZKL_OP_PUBLISH				/* publish a lasting wait (deadlock_check.c):
+								 * the node stays until the slot is given up */
 } zkl_slot_op;
 
 /* zk_rc of a request refused because it would wait on itself. */
@@ -314,6 +314,9 @@ typedef struct zkl_inspect_reply
 	Size		capacity;		/* bytes after the header, set by the backend */
 	Size		needed;			/* bytes the full reply takes */
 	int			nchildren;		/* entries written (0 when it did not fit) */
+	bool		have_stat;		/* the listing's stat below is known */
+	int32		cversion;		/* the directory's cversion at the listing */
+	int32		num_children;	/* and its number of children */
 } zkl_inspect_reply;
 
 typedef struct zkl_inspect_entry

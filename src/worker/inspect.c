@@ -47,7 +47,43 @@ typedef struct zkl_inspection
 	int		   *data_len;
 	bool	   *gone;			/* deleted between the listing and the read */
 	bool	   *unreadable;		/* getData refused (ZNOAUTH): data unknown */
+	bool		have_stat;		/* the listing's stat is known */
+	int32		cversion;		/* the directory's, at the listing */
+	int32		num_children;
+	bool	   *cached;			/* known from zkl_waits_cache: not read */
 } zkl_inspection;
+
+/*
+ * The last reading of <root>/.waits, kept by the worker: a published
+ * wait's node is written once, by its create, so a child of the same name
+ * is the same node for as long as no create went unseen.  A reading of
+ * .waits asks ZooKeeper only for the children it did not list last time,
+ * when the directory's cversion (its creates and deletes) says that every
+ * create since was one of those; otherwise, or after ZKL_WAITS_CACHE_MS,
+ * it reads every child.  A deadlock check of each of N waiters then costs
+ * one listing and the new waits' reads, not N + 1 requests.  zklock
+ * itself never rewrites a wait's data in place (zkl_publish_wait deletes
+ * and creates again); one written in place by another client (or by
+ * zklock 1.4, which did) is seen at the next full read.
+ */
+#define ZKL_WAITS_CACHE_MS	10000
+static struct
+{
+	bool		valid;
+	char	   *dir;
+	TimestampTz read_at;		/* of the last full read */
+	int32		cversion;
+	int32		num_children;
+	int			n;
+	char	  **names;
+	int64	   *czxid;
+	int64	   *owner;
+	int64	   *ctime;
+	char	  **data;
+	int		   *data_len;
+	bool	   *unreadable;
+	MemoryContext cxt;
+}			zkl_waits_cache;
 
 /* ---- zk_lock_contenders: a backend's read of one lock directory ---- */
 
@@ -74,6 +110,7 @@ zkl_inspect_free(zkl_work *work)
 		pfree(in->data_len);
 		pfree(in->gone);
 		pfree(in->unreadable);
+		pfree(in->cached);
 		pfree(in->sent);
 	}
 	pfree(in);
@@ -118,8 +155,9 @@ zkl_inspect_start(int slotno, zkl_slot *slot)
 		pfree(path);
 		return;
 	}
-	(void) zkl_sent_alone(slotno, zoo_aget_children(zkl_zh, slot->dir, 0, zkl_strings_done,
-													zkl_ctx(ZKL_EV_INSPECT_CHILDREN, slotno)));
+	/* The listing's stat tells a deadlock check what changed since. */
+	(void) zkl_sent_alone(slotno, zoo_aget_children2(zkl_zh, slot->dir, 0, zkl_strings_stat_done,
+													 zkl_ctx(ZKL_EV_INSPECT_CHILDREN, slotno)));
 }
 
 /*
@@ -177,6 +215,123 @@ zkl_downgrade_marks(const zkl_inspection *in, bool *holds, bool *waits)
 	}
 }
 
+/* Whether dir is <root>/.waits, as zklock.root says now. */
+static bool
+zkl_is_waits_dir(const char *dir)
+{
+	char	   *waits = zkl_waits_dir();
+	bool		is = strcmp(dir, waits) == 0;
+
+	pfree(waits);
+	return is;
+}
+
+/*
+ * A listing of .waits just came: take from zkl_waits_cache every child it
+ * knows, when every create since its reading is a name it does not know.
+ */
+static void
+zkl_waits_cache_fill(zkl_slot *slot, zkl_inspection *in)
+{
+	int64		changes;
+	int64		creates;
+	int			fresh = 0;
+	int		   *known;
+
+	if (!zkl_waits_cache.valid || !in->have_stat || in->nchildren == 0 ||
+		strcmp(slot->dir, zkl_waits_cache.dir) != 0 || !zkl_is_waits_dir(slot->dir) ||
+		TimestampDifferenceExceeds(zkl_waits_cache.read_at, GetCurrentTimestamp(), ZKL_WAITS_CACHE_MS))
+		return;
+	changes = (int32) ((uint32) in->cversion - (uint32) zkl_waits_cache.cversion);
+	if (changes < 0)
+		return;
+	creates = (changes + ((int64) in->num_children - zkl_waits_cache.num_children)) / 2;
+	known = palloc(sizeof(int) * in->nchildren);
+	for (int i = 0; i < in->nchildren; i++)
+	{
+		known[i] = -1;
+		for (int j = 0; j < zkl_waits_cache.n && known[i] < 0; j++)
+			if (strcmp(in->children[i], zkl_waits_cache.names[j]) == 0)
+				known[i] = j;
+		if (known[i] < 0)
+			fresh++;
+	}
+	if (fresh == creates)
+		for (int i = 0; i < in->nchildren; i++)
+		{
+			int			j = known[i];
+
+			if (j < 0)
+				continue;
+			in->cached[i] = true;
+			in->czxid[i] = zkl_waits_cache.czxid[j];
+			in->owner[i] = zkl_waits_cache.owner[j];
+			in->ctime[i] = zkl_waits_cache.ctime[j];
+			in->unreadable[i] = zkl_waits_cache.unreadable[j];
+			in->data_len[i] = zkl_waits_cache.data_len[j];
+			if (in->data_len[i] > 0)
+			{
+				in->data[i] = MemoryContextAlloc(TopMemoryContext, in->data_len[i]);
+				memcpy(in->data[i], zkl_waits_cache.data[j], in->data_len[i]);
+			}
+		}
+	pfree(known);
+}
+
+/* A reading of .waits is complete: it is what the next one starts from. */
+static void
+zkl_waits_cache_keep(zkl_slot *slot, const zkl_inspection *in)
+{
+	MemoryContext old;
+	bool		full = true;
+	int			n = 0;
+
+	if (!in->have_stat || !zkl_is_waits_dir(slot->dir))
+		return;
+	if (zkl_waits_cache.cxt == NULL)
+		zkl_waits_cache.cxt = AllocSetContextCreate(TopMemoryContext, "zklock published waits",
+													ALLOCSET_DEFAULT_SIZES);
+	for (int i = 0; i < in->nchildren; i++)
+		full = full && !in->cached[i];
+	/* The age is that of the last read of every child. */
+	if (full || !zkl_waits_cache.valid)
+		zkl_waits_cache.read_at = GetCurrentTimestamp();
+	MemoryContextReset(zkl_waits_cache.cxt);
+	old = MemoryContextSwitchTo(zkl_waits_cache.cxt);
+	zkl_waits_cache.dir = pstrdup(slot->dir);
+	zkl_waits_cache.cversion = in->cversion;
+	zkl_waits_cache.num_children = in->num_children;
+	zkl_waits_cache.names = palloc(sizeof(char *) * Max(in->nchildren, 1));
+	zkl_waits_cache.czxid = palloc(sizeof(int64) * Max(in->nchildren, 1));
+	zkl_waits_cache.owner = palloc(sizeof(int64) * Max(in->nchildren, 1));
+	zkl_waits_cache.ctime = palloc(sizeof(int64) * Max(in->nchildren, 1));
+	zkl_waits_cache.data = palloc(sizeof(char *) * Max(in->nchildren, 1));
+	zkl_waits_cache.data_len = palloc(sizeof(int) * Max(in->nchildren, 1));
+	zkl_waits_cache.unreadable = palloc(sizeof(bool) * Max(in->nchildren, 1));
+	for (int i = 0; i < in->nchildren; i++)
+	{
+		/* One gone meanwhile is not listed; were it back, it is new. */
+		if (in->gone[i])
+			continue;
+		zkl_waits_cache.names[n] = pstrdup(in->children[i]);
+		zkl_waits_cache.czxid[n] = in->czxid[i];
+		zkl_waits_cache.owner[n] = in->owner[i];
+		zkl_waits_cache.ctime[n] = in->ctime[i];
+		zkl_waits_cache.unreadable[n] = in->unreadable[i];
+		zkl_waits_cache.data_len[n] = in->data_len[i];
+		zkl_waits_cache.data[n] = NULL;
+		if (in->data_len[i] > 0)
+		{
+			zkl_waits_cache.data[n] = palloc(in->data_len[i]);
+			memcpy(zkl_waits_cache.data[n], in->data[i], in->data_len[i]);
+		}
+		n++;
+	}
+	zkl_waits_cache.n = n;
+	zkl_waits_cache.valid = true;
+	MemoryContextSwitchTo(old);
+}
+
 /* Write what was read into the backend's segment, then tell it. */
 static void
 zkl_inspect_finish(int slotno, zkl_slot *slot)
@@ -201,6 +356,10 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 		char	   *out = (char *) reply + MAXALIGN(sizeof(zkl_inspect_reply));
 		Size		needed = 0;
 		int			n = 0;
+
+		reply->have_stat = in->have_stat;
+		reply->cversion = in->cversion;
+		reply->num_children = in->num_children;
 
 		for (int i = 0; i < in->nchildren; i++)
 			if (!in->gone[i])
@@ -241,6 +400,7 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 		dsm_detach(seg);
 	}
 
+	zkl_waits_cache_keep(slot, in);
 	zkl_end_work(work);
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	wanted = slot->wanted;
@@ -283,7 +443,12 @@ zkl_inspect_send(int slotno, zkl_slot *slot, zkl_inspection *in, bool wanted)
 {
 	while (wanted && in->nread < in->nchildren &&
 		   in->nsent - in->nreplied < ZKL_MAX_INSPECT_READS)
-		zkl_inspect_ask(slotno, slot, in, in->nread++, false);
+	{
+		int			i = in->nread++;
+
+		if (!in->cached[i])
+			zkl_inspect_ask(slotno, slot, in, i, false);
+	}
 }
 
 static void
@@ -299,6 +464,10 @@ zkl_inspect_result(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 
 		zkl_inspect_free(work);
 		in = palloc0(sizeof(zkl_inspection));
+		/* No directory is one with no child: counters of zero. */
+		in->have_stat = (ev->rc == ZOK && ev->dir_stat) || ev->rc == ZNONODE;
+		in->cversion = ev->cversion;
+		in->num_children = ev->num_children;
 		in->nchildren = n;
 		if (n > 0)
 		{
@@ -310,6 +479,7 @@ zkl_inspect_result(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 			in->data_len = palloc0(sizeof(int) * n);
 			in->gone = palloc0(sizeof(bool) * n);
 			in->unreadable = palloc0(sizeof(bool) * n);
+			in->cached = palloc0(sizeof(bool) * n);
 			/* A getData for each child, and an exists for an unreadable one. */
 			in->sent = palloc(sizeof(int) * 2 * n);
 			for (int i = 0; i < n; i++)
@@ -317,6 +487,7 @@ zkl_inspect_result(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 		}
 		MemoryContextSwitchTo(old);
 		work->inspection = in;
+		zkl_waits_cache_fill(slot, in);
 	}
 	else if (in != NULL && in->nreplied < in->nsent)
 	{
@@ -407,7 +578,7 @@ zkl_wait_data(StringInfo data, const char *dir, const char *node, int64 czxid,
  * (deadlock_timeout), and has the request's own description's fields.  A
  * wait that ended, or whose node is not known yet, is
  * answered with nothing published.  overwrite: the node exists (left by an
- * earlier worker in this session), so its data is written instead.
+ * earlier worker in this session), so it is deleted first.
  */
 static void
 zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite)
@@ -468,18 +639,21 @@ zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite)
 	zkl_wait_data(&data, dir, node, czxid, timeout, description);
 
 	path = zkl_child_path(slot, slot->node);
+
+	/*
+	 * A node of ours left there is deleted and created again, never written
+	 * in place: the directory's cversion then counts the new wait, which
+	 * readers of .waits rely on (zkl_waits_cache).
+	 */
 	if (overwrite)
-		zkl_check_sent(slotno, zoo_aset(zkl_zh, path, data.data, data.len, -1, zkl_stat_done,
-										zkl_ctx(ZKL_EV_PUBLISHED, slotno)));
-	else
-	{
-		if (!zkl_waits_dir_made || zkl_works[slotno].parent_attempts > 0)
-			zkl_check_sent(slotno, zoo_acreate(zkl_zh, slot->dir, NULL, -1, zkl_acl(), ZOO_PERSISTENT,
-											   zkl_void_string_done, zkl_ctx(ZKL_EV_IGNORE, slotno)));
-		zkl_waits_dir_made = true;
-		zkl_check_sent(slotno, zoo_acreate(zkl_zh, path, data.data, data.len, zkl_acl(), ZOO_EPHEMERAL,
-										   zkl_void_string_done, zkl_ctx(ZKL_EV_PUBLISHED, slotno)));
-	}
+		zkl_check_sent(slotno, zoo_adelete(zkl_zh, path, -1, zkl_void_done,
+										   zkl_ctx(ZKL_EV_IGNORE, slotno)));
+	if (!zkl_waits_dir_made || zkl_works[slotno].parent_attempts > 0)
+		zkl_check_sent(slotno, zoo_acreate(zkl_zh, slot->dir, NULL, -1, zkl_acl(), ZOO_PERSISTENT,
+										   zkl_void_string_done, zkl_ctx(ZKL_EV_IGNORE, slotno)));
+	zkl_waits_dir_made = true;
+	zkl_check_sent(slotno, zoo_acreate(zkl_zh, path, data.data, data.len, zkl_acl(), ZOO_EPHEMERAL,
+									   zkl_void_string_done, zkl_ctx(ZKL_EV_PUBLISHED, slotno)));
 	pfree(path);
 	pfree(data.data);
 }
@@ -491,8 +665,9 @@ zkl_on_published(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 	zkl_work   *work = &zkl_works[slotno];
 
 	/* A node of this name is ours: take it over, or delete it unwanted. */
-	if (ev->rc == ZNODEEXISTS && wanted)
+	if (ev->rc == ZNODEEXISTS && wanted && work->parent_attempts < 3)
 	{
+		work->parent_attempts++;
 		zkl_publish_wait(slotno, slot, true);
 		return;
 	}

@@ -162,6 +162,11 @@ zkl_drain_events(void)
 			zkl_log_library_line(ev->path);
 		else if (ev->kind == ZKL_EV_HEARTBEAT)
 		{
+			int64		now = zkl_now();
+
+			/* A sync's round trip: how far ZooKeeper is, for the multis. */
+			if (ev->rc == ZOK && zkl_heartbeat_state.in_flight)
+				zkl_batch_distance(now - zkl_heartbeat_state.sent, now);
 			/* The leader had the session alive when the request left. */
 			if (zkl_beat_answered(&zkl_heartbeat_state, ev->rc == ZOK))
 			{

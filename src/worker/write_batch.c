@@ -113,7 +113,11 @@ static MemoryContext zkl_wb_cxt = NULL;
 /* Multis sent whose answer has not been handled yet. */
 static int	zkl_wb_in_flight = 0;
 
-/* The multis' round trips, from send to answer: the shortest recent. */
+/*
+ * How far ZooKeeper is: the shortest recent round trip of the heartbeat's
+ * sync (zkl_batch_distance), not of a multi, whose quorum write and fsync
+ * say how busy ZooKeeper is rather than how far.
+ */
 static zkl_wb_rtt zkl_wb_rtts;
 
 /* Per slot: its next write goes alone (a multi with it failed as a whole). */
@@ -614,6 +618,16 @@ zkl_wb_listed(int slotno, const zkl_event *created)
 }
 
 /*
+ * A sync's round trip (sample_us, answered at now_us, on zkl_now()'s
+ * clock): the network distance by which multis in flight are paced.
+ */
+void
+zkl_batch_distance(int64 sample_us, int64 now_us)
+{
+	zkl_wb_rtt_note(&zkl_wb_rtts, sample_us, now_us);
+}
+
+/*
  * One operation's share of a multi's answer (ZKL_EV_BATCHED: type is its
  * kind, rc the multi's code, state its own).  Dropped when the slot has
  * moved on; otherwise handed to the recipes as the answer of a lone request,
@@ -626,15 +640,7 @@ zkl_batch_answered(zkl_event *ev)
 
 	/* The multi's last share: what was held for its answer may go. */
 	if (ev->multi_end && zkl_wb_in_flight > 0)
-	{
 		zkl_wb_in_flight--;
-		if (ev->rc == ZOK)
-		{
-			TimestampTz now = GetCurrentTimestamp();
-
-			zkl_wb_rtt_note(&zkl_wb_rtts, now - ev->multi_sent_at, now);
-		}
-	}
 	if (ev->slotno < 0 || ev->slotno >= zkl_shared->nslots)
 		return;
 	op.kind = (zkl_wb_kind) ev->type;

@@ -16,5 +16,6 @@ extern void zkl_batch_init(void);
 extern void zkl_batch_begin(void);
 extern void zkl_batch_flush(void);
 extern void zkl_batch_answered(zkl_event *ev);
+extern void zkl_batch_distance(int64 sample_us, int64 now_us);
 
 #endif							/* ZKLOCK_WRITE_BATCH_H */

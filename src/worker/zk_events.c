@@ -34,8 +34,12 @@ static int	zkl_event_fd = -1;
 /* ---- libzookeeper threads: malloc, the mutex and write(2) only ---- */
 
 
-static void
-zkl_post(zkl_event *ev)
+/*
+ * Queue an event for the main thread and wake it.  Also write_batch.c's
+ * multi completion (any thread).
+ */
+void
+zkl_event_post(zkl_event *ev)
 {
 	uint64		one = 1;
 	ssize_t		rc pg_attribute_unused();
@@ -50,8 +54,12 @@ zkl_post(zkl_event *ev)
 	rc = write(zkl_event_fd, &one, sizeof(one));
 }
 
-static zkl_event *
-zkl_new_event(const void *data, int rc)
+/*
+ * An event for the request whose context (zkl_request_ctx) is data.  Also
+ * write_batch.c's.
+ */
+zkl_event  *
+zkl_event_new(const void *data, int rc)
 {
 	uintptr_t	ctx = (uintptr_t) data;
 	zkl_event  *ev = calloc(1, sizeof(zkl_event));
@@ -78,21 +86,21 @@ zkl_strdup(const char *s)
 void
 zkl_string_stat_done(int rc, const char *value, const struct Stat *stat, const void *data)
 {
-	zkl_event  *ev = zkl_new_event(data, rc);
+	zkl_event  *ev = zkl_event_new(data, rc);
 
 	if (rc == ZOK)
 	{
 		ev->path = zkl_strdup(value);
 		ev->czxid = stat ? stat->czxid : 0;
 	}
-	zkl_post(ev);
+	zkl_event_post(ev);
 }
 
 static void
 zkl_strings_done_cversion(int rc, const struct String_vector *strings, const struct Stat *stat,
 						  const void *data)
 {
-	zkl_event  *ev = zkl_new_event(data, rc);
+	zkl_event  *ev = zkl_event_new(data, rc);
 
 	if (rc == ZOK && stat)
 	{
@@ -113,7 +121,7 @@ zkl_strings_done_cversion(int rc, const struct String_vector *strings, const str
 			ev->children[i] = zkl_strdup(strings->data[i]);
 		ev->nchildren = strings->count;
 	}
-	zkl_post(ev);
+	zkl_event_post(ev);
 }
 
 void
@@ -133,7 +141,7 @@ zkl_strings_stat_done(int rc, const struct String_vector *strings,
 void
 zkl_stat_done(int rc, const struct Stat *stat, const void *data)
 {
-	zkl_event  *ev = zkl_new_event(data, rc);
+	zkl_event  *ev = zkl_event_new(data, rc);
 
 	if (rc == ZOK && stat)
 	{
@@ -141,19 +149,19 @@ zkl_stat_done(int rc, const struct Stat *stat, const void *data)
 		ev->owner = stat->ephemeralOwner;
 		ev->ctime = stat->ctime;
 	}
-	zkl_post(ev);
+	zkl_event_post(ev);
 }
 
 void
 zkl_void_done(int rc, const void *data)
 {
-	zkl_post(zkl_new_event(data, rc));
+	zkl_event_post(zkl_event_new(data, rc));
 }
 
 void
 zkl_void_string_done(int rc, const char *value, const void *data)
 {
-	zkl_post(zkl_new_event(data, rc));
+	zkl_event_post(zkl_event_new(data, rc));
 }
 
 /* Where needle is in the len bytes at hay (which need not end in '\0'). */
@@ -171,7 +179,7 @@ zkl_memmem(const char *hay, int len, const char *needle)
 void
 zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat, const void *data)
 {
-	zkl_event  *ev = zkl_new_event(data, rc);
+	zkl_event  *ev = zkl_event_new(data, rc);
 
 	if (rc == ZOK && stat)
 	{
@@ -200,17 +208,17 @@ zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat,
 		memcpy(ev->data, value, value_len);
 		ev->data_len = value_len;
 	}
-	zkl_post(ev);
+	zkl_event_post(ev);
 }
 
 void
 zkl_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
-	zkl_event  *ev = zkl_new_event(ctx, ZOK);
+	zkl_event  *ev = zkl_event_new(ctx, ZOK);
 
 	ev->type = type;
 	ev->state = state;
-	zkl_post(ev);
+	zkl_event_post(ev);
 }
 
 void
@@ -220,10 +228,10 @@ zkl_session_watcher(zhandle_t *zh, int type, int state, const char *path, void *
 
 	if (type != ZOO_SESSION_EVENT)
 		return;
-	ev = zkl_new_event((const void *) (uintptr_t) ZKL_EV_SESSION, ZOK);
+	ev = zkl_event_new((const void *) (uintptr_t) ZKL_EV_SESSION, ZOK);
 	ev->kind = ZKL_EV_SESSION;
 	ev->state = state;
-	zkl_post(ev);
+	zkl_event_post(ev);
 }
 
 /* The library's log lines; it calls this from any of its threads. */
@@ -241,7 +249,7 @@ zkl_library_log(const char *message)
 		free(ev);
 		return;
 	}
-	zkl_post(ev);
+	zkl_event_post(ev);
 }
 
 void
@@ -253,19 +261,6 @@ zkl_event_free(zkl_event *ev)
 	free(ev->data);
 	free(ev->path);
 	free(ev);
-}
-
-/* The same, for write_batch.c's multi completion (any thread). */
-zkl_event  *
-zkl_event_new(const void *data, int rc)
-{
-	return zkl_new_event(data, rc);
-}
-
-void
-zkl_event_post(zkl_event *ev)
-{
-	zkl_post(ev);
 }
 
 /* ---- main thread ---- */

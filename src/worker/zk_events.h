@@ -41,7 +41,8 @@ typedef enum zkl_event_kind
 	ZKL_EV_LEASES_WATCH,		/* leases/ changed */
 	ZKL_EV_LEASE_STAT,			/* czxid of our lease */
 	ZKL_EV_UNLOCKED,			/* the semaphore's mutex given up */
-	ZKL_EV_PUBLISHED,			/* a backend's wait published (deadlock.c) */
+	ZKL_EV_PUBLISHED,			/* a backend's wait published
+								 * (deadlock_check.c) */
 	ZKL_EV_READER_DATA,			/* a read node behind a waiter, after a peer's
 								 * write ahead of it went */
 	ZKL_EV_BATCHED,				/* one operation's share of a multi's answer

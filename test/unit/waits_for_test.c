@@ -104,7 +104,7 @@ test_equal_czxids(void)
 	 */
 	zkl_wait_edge g[] = {zk_edge(be(1, 1), be(1, 2), 40), zk_edge(be(1, 2), be(1, 1), 40)};
 	int			cycle[ZKL_MAX_CYCLE];
-	int64_t		timeouts[] = {1000, 1000};
+	int			order[ZKL_MAX_CYCLE];
 	int			len;
 
 	check(victim(g, 2, be(1, 1), 40, cycle) == 0, "equal czxids: the lower pid is no victim");
@@ -112,11 +112,9 @@ test_equal_czxids(void)
 	check(len == 2 && is_cycle_from(g, cycle, len, be(1, 2)),
 		  "equal czxids: the higher pid is the victim, so the cycle has exactly one");
 	len = zkl_deadlock_any_cycle(g, 2, be(1, 1), cycle, ZKL_MAX_CYCLE);
-	check(len == 2 && zkl_deadlock_standin_ms(g, cycle, len, be(1, 1), 40, timeouts) > 0,
-		  "equal czxids: the lower pid stands in, after its turn");
-	len = zkl_deadlock_any_cycle(g, 2, be(1, 2), cycle, ZKL_MAX_CYCLE);
-	check(len == 2 && zkl_deadlock_standin_ms(g, cycle, len, be(1, 2), 40, timeouts) == -1,
-		  "equal czxids: the victim has no stand-in turn");
+	check(len == 2 && zkl_deadlock_standin_order(g, cycle, len, order) == 2 &&
+		  g[cycle[order[0]]].waiter.pid == be(1, 2).pid && g[cycle[order[1]]].waiter.pid == be(1, 1).pid,
+		  "equal czxids: the higher pid first, the lower pid its stand-in");
 }
 
 static void
@@ -713,82 +711,96 @@ test_published_waits(void)
 		  "a node of another czxid or name is not the request");
 }
 
-/* ---- stand-ins: when a member that is not the victim gives up ---- */
+/* ---- stand-ins: in which order the members of a cycle give up ---- */
+
+/* The waiters of order[0..n), as pids. */
+static bool
+order_is(const zkl_wait_edge *g, const int *cycle, const int *order, int n,
+		 const int *pids, int npids)
+{
+	if (n != npids)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (g[cycle[order[i]]].waiter.pid != be(0, pids[i]).pid)
+			return false;
+	return true;
+}
 
 static void
 test_standin(void)
 {
-	int64_t		tmo[8] = {200, 200, 200, 200, 200, 200, 200, 200};
 	int			cycle[ZKL_MAX_CYCLE];
+	int			order[ZKL_MAX_CYCLE];
 	int			len;
+	int			n;
 
-	/* X (older) -> Y (newer) -> X. */
+	/* X (older) -> Y (newer) -> X: Y first, whoever reads. */
 	{
 		zkl_wait_edge g[] = {
 			zk_edge(be(0, 1), be(1, 1), 10),	/* X waits for Y */
 			zk_edge(be(1, 1), be(0, 1), 20),	/* Y waits for X */
 		};
+		int			want[] = {1, 1};
 
 		len = zkl_deadlock_any_cycle(g, 2, be(0, 1), cycle, ZKL_MAX_CYCLE);
-		check(len == 2 && zkl_deadlock_standin_ms(g, cycle, len, be(0, 1), 10, tmo) ==
-			  ZKL_STANDIN_TIMEOUTS * 200,
-			  "the older member of two stands in after 4 deadlock_timeouts");
+		n = zkl_deadlock_standin_order(g, cycle, len, order);
+		check(n == 2 && g[cycle[order[0]]].waiter.session == be(1, 1).session &&
+			  g[cycle[order[1]]].waiter.session == be(0, 1).session,
+			  "two members: the victim (newest) first, the older its stand-in");
 		len = zkl_deadlock_any_cycle(g, 2, be(1, 1), cycle, ZKL_MAX_CYCLE);
-		check(len == 2 && zkl_deadlock_standin_ms(g, cycle, len, be(1, 1), 20, tmo) == -1,
-			  "the newest member is the victim, never a stand-in");
-		tmo[1] = 5000;
-		len = zkl_deadlock_any_cycle(g, 2, be(0, 1), cycle, ZKL_MAX_CYCLE);
-		check(zkl_deadlock_standin_ms(g, cycle, len, be(0, 1), 10, tmo) ==
-			  ZKL_STANDIN_TIMEOUTS * 5000,
-			  "the turn is counted in the longest deadlock_timeout of the cycle");
-		tmo[0] = tmo[1] = 0;
-		check(zkl_deadlock_standin_ms(g, cycle, len, be(0, 1), 10, tmo) ==
-			  ZKL_STANDIN_TIMEOUTS * 1000,
-			  "no deadlock_timeout known: PostgreSQL's default counts");
-		tmo[0] = tmo[1] = 200;
+		n = zkl_deadlock_standin_order(g, cycle, len, order);
+		check(n == 2 && g[cycle[order[0]]].waiter.session == be(1, 1).session &&
+			  order_is(g, cycle, order, 1, want, 1),
+			  "the same order from the other member's cycle");
 	}
 
-	/* A (10) -> B (30) -> C (20) -> A: ranks 2, 0, 1. */
+	/* A (10) -> B (30) -> C (20) -> A: B, C, A. */
 	{
 		zkl_wait_edge g[] = {
-			zk_edge(be(0, 1), be(1, 1), 10),
-			zk_edge(be(1, 1), be(2, 1), 30),
-			zk_edge(be(2, 1), be(0, 1), 20),
+			zk_edge(be(0, 1), be(1, 2), 10),
+			zk_edge(be(1, 2), be(2, 3), 30),
+			zk_edge(be(2, 3), be(0, 1), 20),
 		};
-		int64_t		a,
-					c;
+		int			want[] = {2, 3, 1};
+		bool		same = true;
 
-		len = zkl_deadlock_any_cycle(g, 3, be(0, 1), cycle, ZKL_MAX_CYCLE);
-		a = zkl_deadlock_standin_ms(g, cycle, len, be(0, 1), 10, tmo);
-		len = zkl_deadlock_any_cycle(g, 3, be(2, 1), cycle, ZKL_MAX_CYCLE);
-		c = zkl_deadlock_standin_ms(g, cycle, len, be(2, 1), 20, tmo);
-		check(c == ZKL_STANDIN_TIMEOUTS * 200 && a == 2 * ZKL_STANDIN_TIMEOUTS * 200,
-			  "stand-ins take turns newest first, a turn of 4 deadlock_timeouts each");
+		for (int from = 0; from < 3; from++)
+		{
+			zkl_backend_ref self = g[from].waiter;
+
+			len = zkl_deadlock_any_cycle(g, 3, self, cycle, ZKL_MAX_CYCLE);
+			n = zkl_deadlock_standin_order(g, cycle, len, order);
+			same = same && order_is(g, cycle, order, n, want, 3);
+		}
+		check(same, "three members: newest first, the same order from every member");
 	}
 
 	/*
-	 * A PostgreSQL lock's wait counts for neither rank nor turn; a member
-	 * whose only wait in the cycle is on a PostgreSQL lock never stands in.
+	 * A cycle through a PostgreSQL lock of cluster 0: the rule names both A1
+	 * (15, the newest request of cluster 0) and B (30, the newest of all),
+	 * newest first; B cannot see the cycle (its edge through the PostgreSQL
+	 * lock is cluster 0's), and A1's reading of B's view shows that.  A2's
+	 * wait on the PostgreSQL lock is in no turn.
 	 */
 	{
 		zkl_wait_edge g[] = {
-			zk_edge(be(0, 1), be(0, 2), 10),	/* A1 waits for zklock of A2 */
+			zk_edge(be(0, 1), be(1, 5), 15),	/* A1 waits for B's zklock */
+			zk_edge(be(1, 5), be(0, 2), 30),	/* B waits for A2's zklock */
 			hw_edge(be(0, 2), be(0, 1)),	/* A2 waits for A1's row */
 		};
-		int64_t		t2[2] = {200, 99999};
+		int			want[] = {5, 1};
 
-		len = zkl_deadlock_any_cycle(g, 2, be(0, 2), cycle, ZKL_MAX_CYCLE);
-		check(len == 2 && zkl_deadlock_standin_ms(g, cycle, len, be(0, 2), 0, t2) == -1,
-			  "a member waiting on a PostgreSQL lock never stands in");
+		len = zkl_deadlock_any_cycle(g, 3, be(0, 1), cycle, ZKL_MAX_CYCLE);
+		n = zkl_deadlock_standin_order(g, cycle, len, order);
+		check(order_is(g, cycle, order, n, want, 2),
+			  "a PostgreSQL lock's cycle: the members the rule names first, its PostgreSQL waiter in no turn");
 	}
 }
 
 /*
- * On random cycles (2 to ZKL_MAX_CYCLE members, random requests and
- * deadlock_timeouts) with leaves beside them: exactly one member has no
- * turn, the one the victim rule names; the others' turns are distinct
- * and each at least ZKL_STANDIN_TIMEOUTS of the longest deadlock_timeout
- * after the one before.
+ * On random cycles (2 to ZKL_MAX_CYCLE members, random requests) with
+ * leaves beside them: every member computes the same order, it names each
+ * member once, and its first is the one member the victim rule names.
  */
 static void
 test_standin_random(void)
@@ -798,53 +810,94 @@ test_standin_random(void)
 	for (int round = 0; round < 2000; round++)
 	{
 		zkl_wait_edge g[2 * ZKL_MAX_CYCLE];
-		int64_t		tmo[2 * ZKL_MAX_CYCLE];
 		int64_t		czxid[ZKL_MAX_CYCLE];
-		int64_t		turn[ZKL_MAX_CYCLE];
-		int64_t		longest = 0;
 		int			n = 2 + (int) (next_random() % (ZKL_MAX_CYCLE - 1));
 		int			ne = 0;
+		int			first[ZKL_MAX_CYCLE] = {0};
+		int			victim_pid = -1;
 		int			nvictims = 0;
 
 		for (int i = 0; i < n; i++)
 		{
 			czxid[i] = 1 + (int64_t) (next_random() % 1000) * ZKL_MAX_CYCLE + i;
-			g[ne] = zk_edge(be(i % 3, i), be((i + 1) % n % 3, (i + 1) % n), czxid[i]);
-			tmo[ne] = 1 + next_random() % 3000;
-			if (tmo[ne] > longest)
-				longest = tmo[ne];
-			ne++;
+			g[ne++] = zk_edge(be(i % 3, i), be((i + 1) % n % 3, (i + 1) % n), czxid[i]);
 			if (next_random() % 2)
-			{
 				/* A leaf: a wait for a holder that waits for nothing. */
-				g[ne] = zk_edge(be(i % 3, i), be(9, 50 + i), czxid[i]);
-				tmo[ne] = tmo[ne - 1];
-				ne++;
-			}
+				g[ne++] = zk_edge(be(i % 3, i), be(9, 50 + i), czxid[i]);
 		}
 		for (int i = 0; i < n; i++)
 		{
 			int			cycle[ZKL_MAX_CYCLE];
+			int			order[ZKL_MAX_CYCLE];
 			int			vcycle[ZKL_MAX_CYCLE];
 			int			len = zkl_deadlock_any_cycle(g, ne, be(i % 3, i), cycle, ZKL_MAX_CYCLE);
-			int			vlen = zkl_deadlock_victim_cycle(g, ne, be(i % 3, i), czxid[i],
-														 vcycle, ZKL_MAX_CYCLE);
+			int			m = len == n ? zkl_deadlock_standin_order(g, cycle, len, order) : 0;
+			bool		seen[ZKL_MAX_CYCLE] = {0};
 
-			turn[i] = len == n ? zkl_deadlock_standin_ms(g, cycle, len, be(i % 3, i), czxid[i], tmo) : -2;
-			if (turn[i] == -2 || ((turn[i] == -1) != (vlen > 0)))
-				bad++;
-			if (turn[i] == -1)
+			if (zkl_deadlock_victim_cycle(g, ne, be(i % 3, i), czxid[i], vcycle, ZKL_MAX_CYCLE) > 0)
+			{
+				victim_pid = i;
 				nvictims++;
-		}
-		if (nvictims != 1)
-			bad++;
-		for (int i = 0; i < n; i++)
-			for (int j = 0; j < n; j++)
-				if (i != j && turn[i] >= 0 && turn[j] >= 0 && czxid[i] > czxid[j] &&
-					turn[j] - turn[i] < ZKL_STANDIN_TIMEOUTS * longest)
+			}
+			if (m != n)
+			{
+				bad++;
+				continue;
+			}
+			for (int k = 0; k < m; k++)
+			{
+				int			pid = g[cycle[order[k]]].waiter.pid - be(0, 0).pid;
+
+				if (seen[pid])
 					bad++;
+				seen[pid] = true;
+				if (i == 0)
+					first[k] = pid;
+				else if (first[k] != pid)
+					bad++;
+			}
+		}
+		if (nvictims != 1 || first[0] != victim_pid)
+			bad++;
 	}
-	check(bad == 0, "2,000 random cycles: one victim, stand-ins newest first, a full turn apart");
+	check(bad == 0, "2,000 random cycles: one order for every member, each member once, the victim first");
+}
+
+/* ---- whether a change of .waits calls for another check ---- */
+
+static void
+test_recheck(void)
+{
+	const char *before[] = {"000000000000000a-1", "000000000000000a-2"};
+	const char *reach[] = {"000000000000000a-2", "000000000000000b-7"};
+	const char *same[] = {"000000000000000a-1", "000000000000000a-2"};
+	const char *reached[] = {"000000000000000a-1", "000000000000000a-2", "000000000000000b-7"};
+	const char *other[] = {"000000000000000a-1", "000000000000000a-2", "000000000000000c-9"};
+	const char *gone[] = {"000000000000000a-1"};
+
+	check(!zkl_waits_recheck(before, 2, same, 2, 10, 2, 10, 2, reach, 2, false) &&
+		  !zkl_waits_recheck(before, 2, same, 2, 10, 2, 10, 2, reach, 2, true),
+		  "no change: no check");
+	check(zkl_waits_recheck(before, 2, reached, 3, 10, 2, 11, 3, reach, 2, false),
+		  "a wait published by a backend the reading reached: a check");
+	check(!zkl_waits_recheck(before, 2, other, 3, 10, 2, 11, 3, reach, 2, false) &&
+		  zkl_waits_recheck(before, 2, other, 3, 10, 2, 11, 3, reach, 2, true),
+		  "one by a backend it did not reach: none, unless the reading was cut short");
+	check(!zkl_waits_recheck(before, 2, gone, 1, 10, 2, 11, 1, reach, 2, false) &&
+		  zkl_waits_recheck(before, 2, gone, 1, 10, 2, 11, 1, reach, 2, true),
+		  "a wait ended: no check, unless the reading was cut short");
+	check(zkl_waits_recheck(before, 2, other, 3, 10, 2, 11, 3, reach, -1, false) &&
+		  !zkl_waits_recheck(before, 2, gone, 1, 10, 2, 11, 1, reach, -1, false),
+		  "nothing reached known: any wait published counts, a wait ended does not");
+	check(zkl_waits_recheck(before, 2, same, 2, 10, 2, 12, 2, reach, 2, false),
+		  "a wait ended and published again under its name: its publisher is not known, a check");
+	check(zkl_waits_recheck(before, 2, same, 2, 10, 2, 14, 2, reach, 2, false),
+		  "a wait published and gone between the readings: a check");
+	check(!zkl_waits_recheck(before, 2, reached, 3, 10, 2, 8, 3, reach, 2, false) &&
+		  !zkl_waits_recheck(before, 2, reached, 3, 10, 2, 8, 3, reach, 2, true),
+		  "a listing older than the reading tells nothing");
+	check(zkl_waits_recheck(before, 2, reached, 3, INT32_MAX, 2, INT32_MIN, 3, reach, 2, false),
+		  "the counter's wrap is read as serial numbers");
 }
 
 int
@@ -866,5 +919,6 @@ main(void)
 	test_published_waits();
 	test_standin();
 	test_standin_random();
+	test_recheck();
 	return tap_done();
 }

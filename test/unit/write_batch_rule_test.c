@@ -228,6 +228,9 @@ test_hold(void)
 	check(zkl_wb_in_flight_limit(ZKL_WB_PACE_US) == 2, "limit: two at a pace");
 	check(zkl_wb_in_flight_limit(-5) == 1, "limit: one for a round trip that cannot be");
 	check(zkl_wb_in_flight_limit(INT64_MAX) == ZKL_WB_MAX_IN_FLIGHT, "limit: capped");
+	/* Issue 46, point 8: a loopback ensemble, its sync and its quorum write. */
+	check(zkl_wb_in_flight_limit(300) == 1 && zkl_wb_in_flight_limit(1300) == 3,
+		  "limit: by a sync's round trip (300 us) one multi in flight, where a quorum write's (1.3 ms) let three");
 }
 
 static void

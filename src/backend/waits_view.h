@@ -1,16 +1,15 @@
 /*-------------------------------------------------------------------------
  *
- * deadlock.h
- *		Deadlock detection across clusters (deadlock.c).
+ * waits_view.h
+ *		zk_waits_for(), the waits-for graph shown (waits_view.c).
  *
  *-------------------------------------------------------------------------
  */
-#ifndef ZKLOCK_DEADLOCK_H
-#define ZKLOCK_DEADLOCK_H
+#ifndef ZKLOCK_BACKEND_WAITS_VIEW_H
+#define ZKLOCK_BACKEND_WAITS_VIEW_H
 
 #include "fmgr.h"
 
-extern char *zkl_deadlock_check(int slotno, uint32 generation, const char *name);
 extern void zkl_list_waits_for(FunctionCallInfo fcinfo);
 
-#endif							/* ZKLOCK_DEADLOCK_H */
+#endif							/* ZKLOCK_BACKEND_WAITS_VIEW_H */
