@@ -11,12 +11,9 @@
  */
 #include "postgres.h"
 
-#include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
-#include "access/xact.h"
 #include "access/xlog.h"
-#include "commands/async.h"
 #include "commands/dbcommands.h"
 #include "common/int.h"
 #include "lib/stringinfo.h"
@@ -24,27 +21,22 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/postmaster.h"
-#include "storage/condition_variable.h"
-#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "tcop/utility.h"
-#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
-#include "utils/json.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-#include "pg_compat.h"
 #include "backend/acquire.h"
 #include "backend/deadlock.h"
+#include "backend/error_codes.h"
 #include "backend/locks.h"
 #include "backend/request.h"
 #include "names/encode.h"
-#include "rules/clock.h"
-#include "shared/stats.h"
+#include "pg_compat.h"
+#include "shared/wait_events.h"
 
 static bool zkl_request(const char *name, zkl_mode mode, int permits, bool xact, bool try_only, int64 timeout_ms, int64 session_wait_ms, int64 *token);
 

@@ -16,7 +16,6 @@
 #include <zookeeper/zookeeper.h>
 
 #include "access/xact.h"
-#include "common/jsonapi.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -27,10 +26,12 @@
 
 #include "backend/contenders.h"
 #include "backend/request.h"
+#include "names/encode.h"
+#include "names/name_text.h"
+#include "pg_compat.h"
 #include "rules/json_fields.h"
 #include "rules/lock_rule.h"
-#include "pg_compat.h"
-#include "names/encode.h"
+#include "shared/inspect_reply.h"
 
 static int
 zkl_cmp_contenders(const void *a, const void *b)

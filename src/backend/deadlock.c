@@ -68,6 +68,8 @@
 #include "names/lock_name.h"
 #include "rules/waits_for.h"
 #include "names/encode.h"
+#include "names/name_text.h"
+#include "shared/inspect_reply.h"
 
 /* A wait as published in <root>/.waits (or this backend's own). */
 typedef struct zkl_published

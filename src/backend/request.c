@@ -18,34 +18,26 @@
 #include <zookeeper/zookeeper.h>
 
 #include "access/xact.h"
-#include "access/xlog.h"
-#include "commands/async.h"
-#include "commands/dbcommands.h"
 #include "common/int.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "postmaster/postmaster.h"
-#include "storage/condition_variable.h"
-#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "tcop/utility.h"
-#include "utils/builtins.h"
-#include "utils/guc.h"
-#include "utils/hsearch.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-#include "pg_compat.h"
+#include "backend/error_codes.h"
 #include "backend/request.h"
 #include "names/encode.h"
+#include "pg_compat.h"
 #include "rules/clock.h"
 #include "rules/slot_quota.h"
 #include "shared/stats.h"
+#include "shared/wait_events.h"
 
 /* A deadlock check is reading: its reads take reserve slots. */
 bool		zkl_checking = false;

@@ -8,10 +8,8 @@
 #ifndef ZKLOCK_REQUEST_H
 #define ZKLOCK_REQUEST_H
 
-#include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "storage/dsm.h"
-#include "utils/timestamp.h"
 
 #include "shared/shmem.h"
 #include "shared/stats.h"

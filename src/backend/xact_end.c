@@ -11,41 +11,28 @@
  */
 #include "postgres.h"
 
-#include <unistd.h>
-#include <zookeeper/zookeeper.h>
-
 #include "access/xact.h"
-#include "access/xlog.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
 #include "commands/async.h"
 #include "executor/executor.h"
-#include "commands/dbcommands.h"
 #include "common/int.h"
-#include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "postmaster/postmaster.h"
 #include "storage/condition_variable.h"
-#include "storage/ipc.h"
-#include "storage/latch.h"
 #include "storage/lmgr.h"
-#include "storage/proc.h"
 #include "tcop/utility.h"
-#include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/hsearch.h"
-#include "utils/json.h"
-#include "utils/memutils.h"
 #include "utils/resowner.h"
-#include "utils/timestamp.h"
 
-#include "pg_compat.h"
+#include "backend/error_codes.h"
 #include "backend/locks.h"
 #include "backend/request.h"
 #include "backend/xact_end.h"
+#include "pg_compat.h"
 #include "rules/clock.h"
+#include "shared/wait_events.h"
 
 static void zkl_resource_release(ResourceReleasePhase phase, bool isCommit, bool isTopLevel, void *arg);
 static void zkl_end_committing(void);

@@ -17,7 +17,6 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
-#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"

@@ -8,40 +8,20 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef ZKLOCK_H
-#define ZKLOCK_H
-
-#include "postgres.h"
+#ifndef ZKLOCK_SHMEM_H
+#define ZKLOCK_SHMEM_H
 
 #include "datatype/timestamp.h"
-#include "lib/stringinfo.h"
 #include "port/atomics.h"
 #include "storage/condition_variable.h"
 #include "storage/lwlock.h"
 
-#include "names/name_text.h"
+#include "names/name_limits.h"
 #include "rules/lock_rule.h"
 #include "settings.h"
 
-/*
- * Lock names are at most this many bytes; encoded, at most three times that.
- * A directory is "<root>/<encoded name>", and a semaphore's slot holds its
- * "/locks" or "/leases" below that: room for the longest root, name and
- * suffix, so that no path a slot holds is ever cut.
- */
-#define ZKL_MAX_NAME_LEN	255
-#define ZKL_MAX_DIR_LEN		(ZKL_MAX_ROOT_LEN + 1 + 3 * ZKL_MAX_NAME_LEN + sizeof("/leases"))
-#define ZKL_MAX_NODE_LEN	96	/* "_c_<uuid>-lock-<seq>" and peers' layouts */
-#define ZKL_MAX_DATA_LEN	768 /* JSON description of the holder */
-#define ZKL_UUID_LEN		36
-
-/* Our own SQLSTATE class "ZK" for failures that only ZooKeeper can cause. */
-#define ERRCODE_ZKLOCK_ERROR		MAKE_SQLSTATE('Z','K','0','0','0')
-#define ERRCODE_ZKLOCK_UNAVAILABLE	MAKE_SQLSTATE('Z','K','0','0','1')
-#define ERRCODE_ZKLOCK_LOST			MAKE_SQLSTATE('Z','K','0','0','2')
-
-/* The data Curator's Revoker writes on a holder's node to ask for it. */
-#define ZKL_REVOKE_MESSAGE			"__REVOKE__"
+/* The JSON description of the holder that a slot carries to its node. */
+#define ZKL_MAX_DATA_LEN	768
 
 /* Why the worker took a held lock away from its backend. */
 typedef enum zkl_take_reason
@@ -280,7 +260,6 @@ typedef struct zkl_shared_state
 	zkl_slot	slots[FLEXIBLE_ARRAY_MEMBER];
 } zkl_shared_state;
 
-
 /* Reserve slots one backend uses (slot_quota.c), for the pid that took them. */
 typedef struct zkl_backend_use
 {
@@ -301,33 +280,4 @@ extern void zkl_slot_clear(zkl_slot *slot);
 extern void zkl_wake_worker(void);
 extern void zkl_wake_backend(zkl_slot *slot);
 
-/*
- * The reply to zk_lock_contenders, written by the worker into the
- * backend's dynamic shared memory segment: a header, then for each child
- * in listing order its czxid, name and (at most ZKL_MAX_INSPECT_DATA bytes
- * of) data.  A child that vanished while it was read is left out; one whose
- * data we may not read is there, marked, with its stat and no data.
- */
-#define ZKL_MAX_INSPECT_DATA	4096
-typedef struct zkl_inspect_reply
-{
-	Size		capacity;		/* bytes after the header, set by the backend */
-	Size		needed;			/* bytes the full reply takes */
-	int			nchildren;		/* entries written (0 when it did not fit) */
-} zkl_inspect_reply;
-
-typedef struct zkl_inspect_entry
-{
-	int64		czxid;
-	int64		owner;			/* ephemeralOwner: the session, 0 if
-								 * persistent */
-	int64		ctime;			/* creation, ms since 1970 */
-	int32		name_len;		/* then name_len bytes of name */
-	int32		data_len;		/* then data_len bytes of data */
-	bool		unreadable;		/* we may not read its data (ZNOAUTH): no data */
-	bool		downgrade_holds;	/* a peer's downgrade that a writer of
-									 * this cluster waits for */
-	bool		downgrade_waits;	/* that writer */
-} zkl_inspect_entry;
-
-#endif							/* ZKLOCK_H */
+#endif							/* ZKLOCK_SHMEM_H */

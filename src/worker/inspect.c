@@ -11,12 +11,13 @@
  */
 #include "postgres.h"
 
+#include "lib/stringinfo.h"
 #include "storage/dsm.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "names/encode.h"
 #include "rules/lock_rule.h"
+#include "shared/inspect_reply.h"
 #include "worker/inspect.h"
 #include "worker/slot_steps.h"
 

@@ -11,18 +11,10 @@
  */
 #include "postgres.h"
 
-#include <ctype.h>
 #include <signal.h>
 
-#include "miscadmin.h"
 #include "pgstat.h"
-#include "postmaster/bgworker.h"
-#include "postmaster/interrupt.h"
 #include "storage/fd.h"
-#include "storage/ipc.h"
-#include "storage/latch.h"
-#include "storage/proc.h"
-#include "storage/procsignal.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -30,11 +22,11 @@
 #include "pg_compat.h"
 #include "rules/clock.h"
 #include "rules/heartbeat.h"
-#include "worker/dispatch.h"
+#include "settings.h"
+#include "shared/shmem.h"
 #include "worker/session.h"
 #include "worker/session_file.h"
 #include "worker/slot_recovery.h"
-#include "worker/slot_steps.h"
 #include "worker/zk_events.h"
 
 char	   *zkl_current_hosts = NULL;

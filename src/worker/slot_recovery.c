@@ -11,8 +11,6 @@
  */
 #include "postgres.h"
 
-#include <signal.h>
-
 #include "storage/proc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"

@@ -22,7 +22,6 @@
 #include "utils/timestamp.h"
 
 #include "rules/clock.h"
-#include "rules/lock_rule.h"
 #include "worker/slot_steps.h"
 
 static void zkl_forget_node(zkl_work *work);
@@ -80,7 +79,6 @@ zkl_work_pending(void)
 {
 	return zkl_npending > 0;
 }
-
 
 HTAB	   *zkl_node_map = NULL;
 

@@ -12,6 +12,7 @@
 
 #include "utils/hsearch.h"
 
+#include "shared/shmem.h"
 #include "worker/zk_events.h"
 
 /* Where the worker is with one slot; private to the worker. */

@@ -16,9 +16,6 @@
  */
 #include "postgres.h"
 
-#include <ctype.h>
-#include <signal.h>
-
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -26,7 +23,6 @@
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
-#include "storage/proc.h"
 #include "storage/procsignal.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -35,6 +31,7 @@
 #include "pg_compat.h"
 #include "rules/clock.h"
 #include "rules/heartbeat.h"
+#include "shared/wait_events.h"
 #include "worker/dispatch.h"
 #include "worker/session.h"
 #include "worker/session_file.h"

@@ -20,6 +20,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "rules/lock_rule.h"
 #include "worker/zk_events.h"
 
 /* The session's handle: worker.c opens it, the recipes send on it. */
