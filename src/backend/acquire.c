@@ -45,7 +45,7 @@ static void
 zkl_describe_holder(char *out, zkl_mode mode, bool xact, TimestampTz now)
 {
 	StringInfoData buf;
-	char		host[256];
+	char		host[ZKL_HOST_NAME_SIZE];
 	char	   *dbname = get_database_name(MyDatabaseId);
 
 	zkl_host_name(host, sizeof(host));

@@ -58,6 +58,13 @@ extern TimestampTz zkl_stats_end(zkl_stats_event event);
 
 extern void zkl_random_uuid(char *out);
 extern void zkl_json_field(StringInfo buf, const char *key, const char *value);
+
+/*
+ * Room for this machine's name and its NUL: 255 bytes is the longest name
+ * a host can have in DNS, and POSIX's least HOST_NAME_MAX (Linux allows
+ * 64), so gethostname never has to cut it.
+ */
+#define ZKL_HOST_NAME_SIZE	(255 + 1)
 extern void zkl_host_name(char *host, size_t size);
 extern bool zkl_give_up(int slotno, uint32 generation, bool counts_as_cancel, bool only_waiting);
 extern void zkl_cancel_wait(bool counts_as_cancel);

@@ -18,6 +18,7 @@
 
 #include "names/name_limits.h"
 #include "rules/lock_rule.h"
+#include "rules/session_record.h"
 #include "settings.h"
 
 /* The JSON description of the holder that a slot carries to its node. */
@@ -41,12 +42,27 @@ typedef enum zkl_slot_op
 								 * node stays until the slot is given up */
 } zkl_slot_op;
 
-/* zk_rc of a request refused because it would wait on itself. */
-#define ZKL_RC_DEADLOCK		(-1000)
+/*
+ * zklock's own outcomes in a slot's zk_rc, beside ZooKeeper's error codes
+ * (ZOK and its negative ZOO_ERRORS, down to ZTHROTTLEDOP, -127, in
+ * zookeeper.h): counted down from a base far below every code the library
+ * has, so that one int tells both kinds apart and a new ZooKeeper code
+ * cannot take one of zklock's.
+ */
+#define ZKL_RC_OWN_BASE		(-1000)
+/* A request refused because it would wait on itself. */
+#define ZKL_RC_DEADLOCK		(ZKL_RC_OWN_BASE)
 /* zkl_ask_worker's answer when a deadlock check found no reserve slot. */
-#define ZKL_RC_NO_SLOT		(-1001)
-/* zk_rc of a request in a lock directory that refused zklock's delete. */
-#define ZKL_RC_DELETE_REFUSED	(-1002)
+#define ZKL_RC_NO_SLOT		(ZKL_RC_OWN_BASE - 1)
+/* A request in a lock directory that refused zklock's delete. */
+#define ZKL_RC_DELETE_REFUSED	(ZKL_RC_OWN_BASE - 2)
+
+/*
+ * The server a session is connected to, as zoo_get_current_server writes
+ * it: a numeric address and the port, at most INET6_ADDRSTRLEN (46) and
+ * six bytes; the room to spare keeps a longer form whole too.
+ */
+#define ZKL_SERVER_LEN		128
 
 /* What the worker has established for a slot. */
 typedef enum zkl_slot_state
@@ -231,9 +247,9 @@ typedef struct zkl_shared_state
 	int			worker_pid;
 	zkl_session_state session_state;
 	int64		session_id;
-	char		session_passwd[16];
+	char		session_passwd[ZKL_SESSION_PASSWD_LEN];
 	int			negotiated_timeout; /* ms */
-	char		server[128];
+	char		server[ZKL_SERVER_LEN];
 	TimestampTz connected_since;
 	TimestampTz disconnected_since;
 	TimestampTz last_contact;	/* a heartbeat sent then was answered */

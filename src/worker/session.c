@@ -29,6 +29,9 @@
 #include "worker/slot_recovery.h"
 #include "worker/zk_events.h"
 
+StaticAssertDecl(sizeof(((clientid_t *) 0)->passwd) == ZKL_SESSION_PASSWD_LEN,
+				 "shared memory and the session file hold ZooKeeper's password whole");
+
 char	   *zkl_current_hosts = NULL;
 
 /* The credentials given to the session in use (zklock.auth when given). */

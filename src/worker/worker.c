@@ -196,11 +196,25 @@ zkl_take_requests(void)
 	LWLockRelease(zkl_shared->lock);
 }
 
-/* Milliseconds between heartbeats: a sixth of the negotiated timeout. */
+/*
+ * Heartbeats come every sixth of the negotiated session timeout: a proof
+ * holds for a third of it after its beat left (clock.h), so with beats
+ * twice as often one slow answer does not leave a commit without proof.
+ * And never more often than every ZKL_MIN_HEARTBEAT_MS: ZooKeeper's
+ * smallest session timeout is two ticks (4 seconds at its default
+ * tickTime), whose sixth is far above it; the floor only keeps a server
+ * set to a tiny tickTime from getting a sync, a round trip through the
+ * leader, every few milliseconds.
+ */
+#define ZKL_HEARTBEATS_PER_TIMEOUT	6
+#define ZKL_MIN_HEARTBEAT_MS	100
+
+/* Milliseconds between heartbeats. */
 static int
 zkl_heartbeat_interval(void)
 {
-	return Max(zkl_shared->negotiated_timeout / 6, 100);
+	return Max(zkl_shared->negotiated_timeout / ZKL_HEARTBEATS_PER_TIMEOUT,
+			   ZKL_MIN_HEARTBEAT_MS);
 }
 
 /* Slots of exited backends are looked for at most this often. */
@@ -250,7 +264,7 @@ zkl_heartbeat(void)
 	}
 	/* Not counted in zk_requests, which shows what locks cost. */
 	rc = zoo_async(zkl_zh, "/", zkl_void_string_done,
-				   (const void *) (uintptr_t) ((uint64) ZKL_EV_HEARTBEAT << 24));
+				   zkl_request_ctx(ZKL_EV_HEARTBEAT, 0, 0));
 	first_refusal = rc != ZOK && zkl_heartbeat_state.retry_at == 0;
 	zkl_beat_sent(&zkl_heartbeat_state, rc == ZOK, now);
 	if (rc == ZOK)
@@ -299,6 +313,14 @@ zkl_slots_in_use(void)
 }
 
 /*
+ * A request the library refused at once (ZINVALIDSTATE and its kin while
+ * the connection is down: slot_steps.c) goes again this long after: soon
+ * enough that its backend hardly notices, seldom enough not to spin while
+ * the library reconnects.  As a refused heartbeat (ZKL_BEAT_RETRY_MS).
+ */
+#define ZKL_PENDING_RETRY_MS	100
+
+/*
  * How long the worker may sleep: until the next thing it must do by the
  * clock (open a session, send a heartbeat, give up waiting for releases at
  * shutdown, retry a request the library would not take), or for ever (-1)
@@ -332,7 +354,7 @@ zkl_sleep_time(int64 shutdown_deadline)
 		next = shutdown_deadline;
 	if (connected && zkl_work_pending())
 	{
-		int64		retry = zkl_after_ms(now, 100);
+		int64		retry = zkl_after_ms(now, ZKL_PENDING_RETRY_MS);
 
 		if (next == 0 || retry < next)
 			next = retry;
@@ -427,6 +449,13 @@ zkl_worker_exit_session(void)
 }
 
 /*
+ * The worker sleeps on three things: its latch (a backend's request, a
+ * signal), the postmaster's death, and the eventfd that libzookeeper's
+ * callbacks write (zk_events.c).
+ */
+#define ZKL_WORKER_WAIT_EVENTS	3
+
+/*
  * The worker's start: signals, its entry in pg_stat_activity, the event
  * queue, its place in shared memory, the slots an earlier worker left, and
  * what its loop waits on.
@@ -476,12 +505,21 @@ zkl_worker_start(void)
 	/* Slots left by an earlier worker go on in the session it recorded. */
 	zkl_adopt_slots();
 
-	wes = zkl_process_wait_event_set(3);
+	wes = zkl_process_wait_event_set(ZKL_WORKER_WAIT_EVENTS);
 	AddWaitEventToSet(wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 	AddWaitEventToSet(wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
 	AddWaitEventToSet(wes, WL_SOCKET_READABLE, event_fd, NULL, NULL);
 	return wes;
 }
+
+/*
+ * How long a shutting down worker waits for the backends' releases: a
+ * release is one round trip, so three seconds cover a slow ZooKeeper, and
+ * stay well within pg_ctl's wait for a shutdown (60 seconds by default);
+ * what is not released by then goes with the session, which the worker
+ * closes.
+ */
+#define ZKL_SHUTDOWN_GRACE_MS	3000
 
 /*
  * On SIGTERM, let the backends' releases reach ZooKeeper first (a server
@@ -498,7 +536,7 @@ zkl_shutdown_due(int64 *deadline)
 		return false;
 	now = zkl_now();
 	if (*deadline == 0)
-		*deadline = zkl_after_ms(now, 3000);
+		*deadline = zkl_after_ms(now, ZKL_SHUTDOWN_GRACE_MS);
 	return now >= *deadline || zkl_zh == NULL ||
 		zkl_shared->session_state != ZKL_SESSION_CONNECTED ||
 		zkl_slots_in_use() == 0;
@@ -520,7 +558,7 @@ zkl_worker_main(Datum arg)
 	 */
 	for (;;)
 	{
-		WaitEvent	events[3];
+		WaitEvent	events[ZKL_WORKER_WAIT_EVENTS];
 		MemoryContext old;
 
 		zkl_handle_interrupts();

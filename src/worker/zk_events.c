@@ -32,6 +32,24 @@ static zkl_event *zkl_events_head = NULL;
 static zkl_event *zkl_events_tail = NULL;
 static int	zkl_event_fd = -1;
 
+/*
+ * A request's callback context is the one pointer libzookeeper hands back:
+ * it carries, with nothing allocated per request, the slot (the low 24
+ * bits), the kind of event its answer is (the next 8) and the slot's work
+ * generation (the high 32).  24 bits number every slot: zklock.max_locks
+ * is at most 1,000,000 and the reserve ZKL_RESERVE_PER_BACKEND (4) for
+ * each of at most 2^18 backends, 2,048,576 in all; the kinds are a few.
+ * Pointers are 64 bits wide on every platform zklock builds on.
+ */
+#define ZKL_CTX_SLOT_BITS	24
+#define ZKL_CTX_KIND_BITS	8
+#define ZKL_CTX_OPGEN_SHIFT	32
+
+StaticAssertDecl(sizeof(uintptr_t) >= sizeof(uint64),
+				 "a callback context holds 64 bits");
+StaticAssertDecl(ZKL_CTX_SLOT_BITS + ZKL_CTX_KIND_BITS <= ZKL_CTX_OPGEN_SHIFT,
+				 "the fields of a callback context do not overlap");
+
 /* ---- libzookeeper threads: malloc, the mutex and write(2) only ---- */
 
 
@@ -59,9 +77,10 @@ zkl_new_event(const void *data, int rc)
 
 	if (ev == NULL)
 		abort();				/* nothing sane is possible on this thread */
-	ev->slotno = (int) (ctx & 0xFFFFFF);
-	ev->kind = (zkl_event_kind) ((ctx >> 24) & 0xFF);
-	ev->opgen = (uint32) (ctx >> 32);
+	ev->slotno = (int) (ctx & ((UINT64CONST(1) << ZKL_CTX_SLOT_BITS) - 1));
+	ev->kind = (zkl_event_kind) ((ctx >> ZKL_CTX_SLOT_BITS) &
+								 ((UINT64CONST(1) << ZKL_CTX_KIND_BITS) - 1));
+	ev->opgen = (uint32) (ctx >> ZKL_CTX_OPGEN_SHIFT);
 	ev->rc = rc;
 	return ev;
 }
@@ -302,7 +321,8 @@ zkl_events_take(void)
 const void *
 zkl_request_ctx(zkl_event_kind kind, int slotno, uint32 opgen)
 {
-	uint64		ctx = ((uint64) opgen << 32) | ((uint64) kind << 24) | (uint64) slotno;
+	uint64		ctx = ((uint64) opgen << ZKL_CTX_OPGEN_SHIFT) |
+	((uint64) kind << ZKL_CTX_SLOT_BITS) | (uint64) slotno;
 
 	return (const void *) (uintptr_t) ctx;
 }
