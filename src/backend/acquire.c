@@ -272,7 +272,7 @@ zkl_found_busy(int slotno, bool try_only)
 	zkl_wait_slotno = -1;
 	zkl_end_publication();
 	if (!try_only)
-		elog(ERROR, "zklock slot %d was taken away from a waiting request", slotno);
+		elog(ERROR, "lock slot %d was taken away from a waiting request", slotno);
 	return false;
 }
 

@@ -607,7 +607,7 @@ zkl_await_proof(bool needs_proof)
 	}
 	if (start != 0)
 		ereport(LOG,
-				(errmsg("zklock: commit waited %ld ms for the ZooKeeper session to be confirmed",
+				(errmsg("commit waited %ld ms for the ZooKeeper session to be confirmed",
 						(long) ((zkl_now() - start) / 1000))));
 }
 

@@ -80,6 +80,7 @@ void
 zkl_shmem_startup(void)
 {
 	bool		found;
+	HASHCTL		info;
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	zkl_shared = ShmemInitStruct("zklock", zkl_shmem_struct_size(), &found);
@@ -119,6 +120,7 @@ zkl_shmem_startup(void)
 		}
 		zkl_shared->free_head = zkl_max_locks > 0 ? 0 : -1;
 		zkl_shared->reserve_head = zkl_shared->nslots > zkl_max_locks ? zkl_max_locks : -1;
+		zkl_shared->nbackends = MaxBackends;
 	}
 
 	/*
@@ -128,17 +130,12 @@ zkl_shmem_startup(void)
 	zkl_shared->queue = (int *) &zkl_shared->slots[zkl_shared->nslots];
 	zkl_shared->backends = (zkl_backend_use *)
 		MAXALIGN(&zkl_shared->queue[zkl_shared->nslots]);
-	if (!found)
-		zkl_shared->nbackends = MaxBackends;
-	{
-		HASHCTL		info;
 
-		info.keysize = sizeof(Oid);
-		info.entrysize = sizeof(zkl_role_count);
-		zkl_role_counts = ShmemInitHash("zklock slots per role",
-										zkl_max_locks, zkl_max_locks,
-										&info, HASH_ELEM | HASH_BLOBS);
-	}
+	info.keysize = sizeof(Oid);
+	info.entrysize = sizeof(zkl_role_count);
+	zkl_role_counts = ShmemInitHash("zklock slots per role",
+									zkl_max_locks, zkl_max_locks,
+									&info, HASH_ELEM | HASH_BLOBS);
 	LWLockRelease(AddinShmemInitLock);
 }
 

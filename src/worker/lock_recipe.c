@@ -201,7 +201,7 @@ zkl_evaluate(int slotno, zkl_slot *slot, char **children, int nchildren)
 	{
 		work->equal_logged = true;
 		ereport(LOG,
-				(errmsg("zklock: lock directory \"%s\" has contenders with equal sequence numbers", slot->dir),
+				(errmsg("lock directory \"%s\" has contenders with equal sequence numbers", slot->dir),
 				 errdetail("Node \"%s\" shares its number with another contender: neither is granted while both exist.",
 						   slot->node),
 				 errhint("ZooKeeper numbers every child 2147483647 once a directory's child counter reaches its top; the counter starts again only when the directory is emptied and removed.")));
@@ -397,7 +397,7 @@ zkl_on_reader_data(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 	{
 		zkl_add_held_behind(work, node);
 		ereport(LOG,
-				(errmsg("zklock: a request in lock directory \"%s\" waits for node \"%s\", read lock of the session that held the write lock ahead of it",
+				(errmsg("a request in lock directory \"%s\" waits for node \"%s\", read lock of the session that held the write lock ahead of it",
 						slot->dir, node),
 				 errdetail("A peer (Curator) took the read lock before it gave the write lock up: its read holds.")));
 	}
@@ -513,7 +513,7 @@ zkl_check_counter(zkl_slot *slot, zkl_event *ev)
 		return;
 	last_warning = now;
 	ereport(WARNING,
-			(errmsg("zklock: the child counter of lock directory \"%s\" is at %lld of 2147483647",
+			(errmsg("the child counter of lock directory \"%s\" is at %lld of 2147483647",
 					slot->dir, (long long) next),
 			 errdetail("Every create of a lock node counts; at 2147483647 ZooKeeper gives every new node the same number, and queued requests are granted no more."),
 			 errhint("Let the lock be free for a moment, so that its directory empties and is removed: the counter starts again from 0.")));

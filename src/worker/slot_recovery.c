@@ -326,6 +326,6 @@ zkl_reap_dead_backends(void)
 	pfree(dead);
 	if (reaped > 0)
 		ereport(LOG,
-				(errmsg("zklock gave up %d lock slots of backends that exited without giving them back (last pid %d)",
+				(errmsg("gave up %d lock slots of backends that exited without giving them back (last pid %d)",
 						reaped, last_pid)));
 }

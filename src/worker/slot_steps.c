@@ -163,7 +163,7 @@ zkl_sent_alone(int slotno, int rc)
 	else
 	{
 		ereport(LOG,
-				(errmsg("zklock: the ZooKeeper client library refused a request of lock \"%s\": %s",
+				(errmsg("the ZooKeeper client library refused a request of lock \"%s\": %s",
 						zkl_shared->slots[slotno].name, zerror(rc))));
 		zkl_fail_slot(slotno, rc);
 	}
@@ -323,11 +323,11 @@ zkl_mark_lost(int slotno, const char *cause)
 	zkl_count(lost);
 	ConditionVariableBroadcast(&zkl_shared->contact_cv);
 	ereport(LOG,
-			(errmsg("zklock: backend %d lost ZooKeeper lock \"%s\": %s",
+			(errmsg("backend %d lost ZooKeeper lock \"%s\": %s",
 					pid, name, cause)));
 	if (signo == SIGTERM && fence_row)
 		ereport(LOG,
-				(errmsg("zklock: terminating backend %d: its transaction holds a fence row of ZooKeeper lock \"%s\", which it lost",
+				(errmsg("terminating backend %d: its transaction holds a fence row of ZooKeeper lock \"%s\", which it lost",
 						pid, name)));
 	return true;
 }
@@ -370,7 +370,7 @@ zkl_take_away(int slotno, zkl_slot *slot, zkl_take_reason reason)
 	LWLockRelease(zkl_shared->lock);
 	if (deferred)
 		ereport(LOG,
-				(errmsg("zklock: ZooKeeper lock \"%s\" of backend %d is not taken away while its transaction commits",
+				(errmsg("ZooKeeper lock \"%s\" of backend %d is not taken away while its transaction commits",
 						name, pid),
 				 errdetail("The %s waits for the end of that transaction.",
 						   reason == ZKL_TAKE_REVOKED ? "revocation" : "hold limit (zklock.max_hold_time)")));
@@ -378,7 +378,7 @@ zkl_take_away(int slotno, zkl_slot *slot, zkl_take_reason reason)
 		return;
 	if (waited)
 		ereport(LOG,
-				(errmsg("zklock: ZooKeeper lock \"%s\" taken away from backend %d after its transaction's commit ended",
+				(errmsg("ZooKeeper lock \"%s\" taken away from backend %d after its transaction's commit ended",
 						name, pid),
 				 errdetail("The %s waited for that commit.",
 						   reason == ZKL_TAKE_REVOKED ? "revocation" : "hold limit (zklock.max_hold_time)")));
@@ -421,7 +421,7 @@ zkl_revocation_asked(int slotno, zkl_slot *slot)
 		kill(pid, SIGTERM);
 
 	ereport(LOG,
-			(errmsg("zklock: backend %d was asked to give up ZooKeeper lock \"%s\"", pid, name),
+			(errmsg("backend %d was asked to give up ZooKeeper lock \"%s\"", pid, name),
 			 errdetail(action == ZKL_ON_REVOKE_IGNORE ? "zklock.on_revoke is \"ignore\": the backend keeps the lock." :
 					   action == ZKL_ON_REVOKE_CANCEL ? "zklock.on_revoke is \"cancel\": the lock is given up and the backend's statement cancelled." :
 					   "zklock.on_revoke is \"terminate\": the backend is terminated.")));

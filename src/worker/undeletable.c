@@ -53,13 +53,13 @@ zkl_delete_refused(const zkl_slot *slot, int rc)
 	if (rc != ZNOAUTH)
 	{
 		ereport(LOG,
-				(errmsg("zklock could not delete ZooKeeper node \"%s/%s\": %s",
+				(errmsg("could not delete ZooKeeper node \"%s/%s\": %s",
 						slot->dir, slot->node, zerror(rc))));
 		return;
 	}
 	ereport(WARNING,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("zklock could not delete ZooKeeper node \"%s/%s\": %s",
+			 errmsg("could not delete ZooKeeper node \"%s/%s\": %s",
 					slot->dir, slot->node, zerror(rc)),
 			 errdetail("The lock directory's ACL does not let this cluster's session delete its children: the node stays until the session ends, and new requests in that directory are refused meanwhile."),
 			 errhint("Grant DELETE on the lock directory to zklock's identity (zklock.auth), or to anyone, as zklock's own directories do.")));

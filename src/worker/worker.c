@@ -99,7 +99,7 @@ zkl_log_library_line(const char *line)
 	{
 		if (zkl_log_window_dropped > 0)
 			ereport(LOG,
-					(errmsg("zklock: %d more lines of the ZooKeeper client library were not logged in the last minute",
+					(errmsg("%d more lines of the ZooKeeper client library were not logged in the last minute",
 							zkl_log_window_dropped)));
 		zkl_log_window_start = now;
 		zkl_log_window_lines = 0;
@@ -130,11 +130,11 @@ zkl_log_library_line(const char *line)
 
 	if (hit >= 0 && zkl_log_kinds[hit].suppressed > 0)
 		ereport(LOG,
-				(errmsg("zklock: ZooKeeper client: %s", clean),
+				(errmsg("ZooKeeper client: %s", clean),
 				 errdetail("Similar messages were seen %d more times in the last minute.",
 						   zkl_log_kinds[hit].suppressed)));
 	else
-		ereport(LOG, (errmsg("zklock: ZooKeeper client: %s", clean)));
+		ereport(LOG, (errmsg("ZooKeeper client: %s", clean)));
 	if (hit < 0)
 	{
 		hit = oldest;
@@ -271,7 +271,7 @@ zkl_heartbeat(void)
 		zkl_heartbeat_sent_wall = GetCurrentTimestamp();
 	else if (first_refusal)
 		ereport(LOG,
-				(errmsg("zklock could not send a heartbeat to ZooKeeper: %s", zerror(rc)),
+				(errmsg("could not send a heartbeat to ZooKeeper: %s", zerror(rc)),
 				 errdetail("It is sent again every %d ms until the library takes it.", ZKL_BEAT_RETRY_MS)));
 }
 
@@ -395,11 +395,11 @@ zkl_handle_interrupts(void)
 		{
 			if (zkl_shared->session_id != 0)
 				ereport(LOG,
-						(errmsg("zklock moves to ZooKeeper servers %s; its worker restarts to reattach to session 0x%llx there",
+						(errmsg("moving to ZooKeeper servers %s; the worker restarts to reattach to session 0x%llx there",
 								zkl_hosts, (unsigned long long) zkl_shared->session_id)));
 			else
 				ereport(LOG,
-						(errmsg("zklock moves to ZooKeeper servers %s; its worker restarts to connect there",
+						(errmsg("moving to ZooKeeper servers %s; the worker restarts to connect there",
 								zkl_hosts)));
 			proc_exit(1);
 		}
@@ -434,11 +434,11 @@ zkl_worker_exit_session(void)
 	if (zkl_slots_in_use() > 0 && zkl_zh != NULL)
 	{
 		ereport(LOG,
-				(errmsg("zklock worker exiting with locks in use; the next worker reattaches to ZooKeeper session 0x%llx",
+				(errmsg("exiting with locks in use; the next worker reattaches to ZooKeeper session 0x%llx",
 						(unsigned long long) zkl_shared->session_id)));
 		proc_exit(1);
 	}
-	ereport(LOG, (errmsg("zklock worker shutting down; closing ZooKeeper session")));
+	ereport(LOG, (errmsg("shutting down; closing the ZooKeeper session")));
 	zkl_close_session();
 	zkl_session_file_remove();
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);

@@ -50,11 +50,24 @@ StaticAssertDecl(sizeof(uintptr_t) >= sizeof(uint64),
 StaticAssertDecl(ZKL_CTX_SLOT_BITS + ZKL_CTX_KIND_BITS <= ZKL_CTX_OPGEN_SHIFT,
 				 "the fields of a callback context do not overlap");
 
+/* The callback context of a request of slot slotno, in work opgen (any thread). */
+const void *
+zkl_request_ctx(zkl_event_kind kind, int slotno, uint32 opgen)
+{
+	uint64		ctx = ((uint64) opgen << ZKL_CTX_OPGEN_SHIFT) |
+	((uint64) kind << ZKL_CTX_SLOT_BITS) | (uint64) slotno;
+
+	return (const void *) (uintptr_t) ctx;
+}
+
 /* ---- libzookeeper threads: malloc, the mutex and write(2) only ---- */
 
-
-static void
-zkl_post(zkl_event *ev)
+/*
+ * Queue an event for the main thread and wake it.  Any thread: the
+ * callbacks below, and write_batch.c's multi completion.
+ */
+void
+zkl_event_post(zkl_event *ev)
 {
 	uint64		one = 1;
 	ssize_t		rc pg_attribute_unused();
@@ -69,8 +82,9 @@ zkl_post(zkl_event *ev)
 	rc = write(zkl_event_fd, &one, sizeof(one));
 }
 
-static zkl_event *
-zkl_new_event(const void *data, int rc)
+/* A new event of the request whose callback context is data (any thread). */
+zkl_event  *
+zkl_event_new(const void *data, int rc)
 {
 	uintptr_t	ctx = (uintptr_t) data;
 	zkl_event  *ev = calloc(1, sizeof(zkl_event));
@@ -98,21 +112,21 @@ zkl_strdup(const char *s)
 void
 zkl_string_stat_done(int rc, const char *value, const struct Stat *stat, const void *data)
 {
-	zkl_event  *ev = zkl_new_event(data, rc);
+	zkl_event  *ev = zkl_event_new(data, rc);
 
 	if (rc == ZOK)
 	{
 		ev->path = zkl_strdup(value);
 		ev->czxid = stat ? stat->czxid : 0;
 	}
-	zkl_post(ev);
+	zkl_event_post(ev);
 }
 
 static void
 zkl_strings_done_cversion(int rc, const struct String_vector *strings, const struct Stat *stat,
 						  const void *data)
 {
-	zkl_event  *ev = zkl_new_event(data, rc);
+	zkl_event  *ev = zkl_event_new(data, rc);
 
 	if (rc == ZOK && stat)
 	{
@@ -133,7 +147,7 @@ zkl_strings_done_cversion(int rc, const struct String_vector *strings, const str
 			ev->children[i] = zkl_strdup(strings->data[i]);
 		ev->nchildren = strings->count;
 	}
-	zkl_post(ev);
+	zkl_event_post(ev);
 }
 
 void
@@ -153,7 +167,7 @@ zkl_strings_stat_done(int rc, const struct String_vector *strings,
 void
 zkl_stat_done(int rc, const struct Stat *stat, const void *data)
 {
-	zkl_event  *ev = zkl_new_event(data, rc);
+	zkl_event  *ev = zkl_event_new(data, rc);
 
 	if (rc == ZOK && stat)
 	{
@@ -161,19 +175,19 @@ zkl_stat_done(int rc, const struct Stat *stat, const void *data)
 		ev->owner = stat->ephemeralOwner;
 		ev->ctime = stat->ctime;
 	}
-	zkl_post(ev);
+	zkl_event_post(ev);
 }
 
 void
 zkl_void_done(int rc, const void *data)
 {
-	zkl_post(zkl_new_event(data, rc));
+	zkl_event_post(zkl_event_new(data, rc));
 }
 
 void
 zkl_void_string_done(int rc, const char *value, const void *data)
 {
-	zkl_post(zkl_new_event(data, rc));
+	zkl_event_post(zkl_event_new(data, rc));
 }
 
 /* Where needle is in the len bytes at hay (which need not end in '\0'). */
@@ -191,7 +205,7 @@ zkl_memmem(const char *hay, int len, const char *needle)
 void
 zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat, const void *data)
 {
-	zkl_event  *ev = zkl_new_event(data, rc);
+	zkl_event  *ev = zkl_event_new(data, rc);
 
 	if (rc == ZOK && stat)
 	{
@@ -220,17 +234,17 @@ zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat,
 		memcpy(ev->data, value, value_len);
 		ev->data_len = value_len;
 	}
-	zkl_post(ev);
+	zkl_event_post(ev);
 }
 
 void
 zkl_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
-	zkl_event  *ev = zkl_new_event(ctx, ZOK);
+	zkl_event  *ev = zkl_event_new(ctx, ZOK);
 
 	ev->type = type;
 	ev->state = state;
-	zkl_post(ev);
+	zkl_event_post(ev);
 }
 
 void
@@ -240,10 +254,9 @@ zkl_session_watcher(zhandle_t *zh, int type, int state, const char *path, void *
 
 	if (type != ZOO_SESSION_EVENT)
 		return;
-	ev = zkl_new_event((const void *) (uintptr_t) ZKL_EV_SESSION, ZOK);
-	ev->kind = ZKL_EV_SESSION;
+	ev = zkl_event_new(zkl_request_ctx(ZKL_EV_SESSION, 0, 0), ZOK);
 	ev->state = state;
-	zkl_post(ev);
+	zkl_event_post(ev);
 }
 
 /* The library's log lines; it calls this from any of its threads. */
@@ -261,7 +274,7 @@ zkl_library_log(const char *message)
 		free(ev);
 		return;
 	}
-	zkl_post(ev);
+	zkl_event_post(ev);
 }
 
 void
@@ -273,19 +286,6 @@ zkl_event_free(zkl_event *ev)
 	free(ev->data);
 	free(ev->path);
 	free(ev);
-}
-
-/* The same, for write_batch.c's multi completion (any thread). */
-zkl_event  *
-zkl_event_new(const void *data, int rc)
-{
-	return zkl_new_event(data, rc);
-}
-
-void
-zkl_event_post(zkl_event *ev)
-{
-	zkl_post(ev);
 }
 
 /* ---- main thread ---- */
@@ -315,14 +315,4 @@ zkl_events_take(void)
 	zkl_events_head = zkl_events_tail = NULL;
 	pthread_mutex_unlock(&zkl_events_mutex);
 	return ev;
-}
-
-/* The callback context of a request of slot slotno, in work opgen. */
-const void *
-zkl_request_ctx(zkl_event_kind kind, int slotno, uint32 opgen)
-{
-	uint64		ctx = ((uint64) opgen << ZKL_CTX_OPGEN_SHIFT) |
-	((uint64) kind << ZKL_CTX_SLOT_BITS) | (uint64) slotno;
-
-	return (const void *) (uintptr_t) ctx;
 }

@@ -22,7 +22,7 @@ use Test::More;
 
 my $zk = zk_start(1);
 my $a = zklock_node('a', $zk, conf => [ "lock_timeout = '3s'" ]);
-expect_in_log($a, qr/WARNING:  zklock could not delete ZooKeeper node "\/zklock\/nd\//, 1);
+expect_in_log($a, qr/WARNING:  could not delete ZooKeeper node "\/zklock\/nd\//, 1);
 
 zk_create($zk, '/zklock/nd', undef, '--parents');
 my $kazoo = kazoo_peer($zk);
@@ -33,7 +33,7 @@ like(bg_result($s, "SELECT zk_lock_acquire('nd')"), qr/^\d+$/, 'the first acquir
 is(bg_result($s, "SELECT zk_lock_release('nd')"), 't', 'and released');
 ok(wait_until(sub { slurp_file($a->logfile) =~ /could not delete ZooKeeper node/ }, 30, 'the delete is refused'),
 	'the refused delete is reported in the server log');
-like(slurp_file($a->logfile), qr/WARNING:  zklock could not delete/,
+like(slurp_file($a->logfile), qr/WARNING:  could not delete/,
 	'as a WARNING');
 is(scalar(zk_ls($zk, '/zklock/nd')), 1, 'the node it could not delete stays');
 
