@@ -25,6 +25,7 @@
 #include "utils/resowner.h"
 
 #include "backend/contenders.h"
+#include "backend/locks.h"
 #include "backend/request.h"
 #include "names/encode.h"
 #include "names/name_text.h"
@@ -128,6 +129,8 @@ zkl_fetch_directory(const char *name, const char *dir)
 
 	if (strcmp(dir, last_dir) == 0)
 		capacity = Max(capacity, last_needed + last_needed / 4);
+	/* Arm the way out that gives the slot asked for back (zkl_claim_slot). */
+	zkl_local_init();
 
 	for (int attempt = 0;; attempt++)
 	{
@@ -345,6 +348,7 @@ zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
 	InitMaterializedSRF(fcinfo, 0);
 
 	all = zkl_read_contenders(key, dir, false, true, &n);
+	zkl_local_init();
 	for (int i = 0; i < n; i++)
 	{
 		CHECK_FOR_INTERRUPTS();

@@ -42,9 +42,6 @@
 /* A deadlock check is reading: its reads take reserve slots. */
 bool		zkl_checking = false;
 
-/* Called before a slot is claimed: locks.c makes its exit hook ready. */
-void		(*zkl_before_claim) (void) = NULL;
-
 /* The request this backend is waiting for, if any. */
 int			zkl_wait_slotno = -1;
 uint32		zkl_wait_generation = 0;
@@ -366,6 +363,12 @@ zkl_report_no_slot(bool reserve, zkl_claim_verdict verdict, Oid role, int role_c
  * deadlock detection) is taken from the reserve, within this backend's
  * share of it.  A refused claim is an error, but for a quiet one (deadlock
  * detection's), which gets -1, without the lock.
+ *
+ * From the moment a slot is posted this backend must give it back on every
+ * way out: the caller has armed the exit hook and the transaction callbacks
+ * first, by creating the backend's table of holds (zkl_local_init,
+ * locks.c), which they look at.  Whoever posts through zkl_ask_worker or
+ * acquires does so: contenders.c and acquire.c.
  */
 int
 zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserve, bool quiet)
@@ -391,14 +394,6 @@ zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserv
 				 errmsg("ZooKeeper path \"%s\" is too long", dir),
 				 errdetail("A lock's directory may have at most %d bytes.",
 						   (int) sizeof(slot->dir) - 1)));
-
-	/*
-	 * From the moment a slot is posted this backend must give it back on
-	 * every way out: the exit hook and the transaction callbacks need the
-	 * local table to exist.
-	 */
-	if (zkl_before_claim)
-		zkl_before_claim();
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	slotno = zkl_slot_take(reserve, role, exempt, role_cap, &verdict, &used);

@@ -46,9 +46,6 @@ extern uint32 zkl_wait_generation;
 /* A deadlock check is reading: its reads take reserve slots. */
 extern bool zkl_checking;
 
-/* Called before a slot is claimed (zkl_backend_init sets it). */
-extern void (*zkl_before_claim) (void);
-
 extern void zkl_name_key(text *name, char *key);
 extern const char *zkl_mode_name(zkl_mode mode);
 extern void zkl_stats_begin(const char *name, zkl_mode mode, bool xact, TimestampTz start);

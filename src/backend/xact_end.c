@@ -211,7 +211,6 @@ zkl_backend_init(void)
 	ExecutorStart_hook = zkl_executor_start;
 	prev_executor_end = ExecutorEnd_hook;
 	ExecutorEnd_hook = zkl_executor_end;
-	zkl_before_claim = zkl_local_init;
 }
 
 /*

@@ -32,7 +32,23 @@
 
 static void zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite);
 
-/* What zk_lock_contenders has read so far of one directory. */
+/* One child of an inspected directory, as read. */
+typedef struct zkl_inspected
+{
+	char	   *name;
+	int64		czxid;
+	int64		owner;			/* ephemeralOwner */
+	int64		ctime;
+	char	   *data;
+	int			data_len;
+	bool		gone;			/* deleted between the listing and the read */
+	bool		unreadable;		/* getData refused (ZNOAUTH): data unknown */
+}			zkl_inspected;
+
+/*
+ * What zk_lock_contenders has read so far of one directory, in the work's
+ * context (zkl_work_context): the work's end frees it all.
+ */
 typedef struct zkl_inspection
 {
 	int			nchildren;
@@ -40,46 +56,10 @@ typedef struct zkl_inspection
 	int			nsent;			/* requests sent, getData and exists */
 	int			nreplied;		/* answers taken: they come in the order sent */
 	int		   *sent;			/* the child of each request, in order */
-	char	  **children;
-	int64	   *czxid;
-	int64	   *owner;			/* ephemeralOwner */
-	int64	   *ctime;
-	char	  **data;
-	int		   *data_len;
-	bool	   *gone;			/* deleted between the listing and the read */
-	bool	   *unreadable;		/* getData refused (ZNOAUTH): data unknown */
+	zkl_inspected *children;
 } zkl_inspection;
 
 /* ---- zk_lock_contenders: a backend's read of one lock directory ---- */
-
-void
-zkl_inspect_free(zkl_work *work)
-{
-	zkl_inspection *in = work->inspection;
-
-	if (in == NULL)
-		return;
-	for (int i = 0; i < in->nchildren; i++)
-	{
-		pfree(in->children[i]);
-		if (in->data[i])
-			pfree(in->data[i]);
-	}
-	if (in->nchildren > 0)
-	{
-		pfree(in->children);
-		pfree(in->czxid);
-		pfree(in->owner);
-		pfree(in->ctime);
-		pfree(in->data);
-		pfree(in->data_len);
-		pfree(in->gone);
-		pfree(in->unreadable);
-		pfree(in->sent);
-	}
-	pfree(in);
-	work->inspection = NULL;
-}
 
 /*
  * Start what a slot that is no lock asks (zkl_slot_op): read the directory,
@@ -159,12 +139,13 @@ zkl_downgrade_marks(const zkl_inspection *in, bool *holds, bool *waits)
 		return;
 	for (int i = 0; i < in->nchildren; i++)
 	{
+		const		zkl_inspected *c = &in->children[i];
 		zkl_node_entry *entry;
 		zkl_work   *w;
 
-		if (in->gone[i] || strlen(in->children[i]) >= ZKL_MAX_NODE_LEN)
+		if (c->gone || strlen(c->name) >= ZKL_MAX_NODE_LEN)
 			continue;
-		entry = hash_search(zkl_node_map, in->children[i], HASH_FIND, NULL);
+		entry = hash_search(zkl_node_map, c->name, HASH_FIND, NULL);
 		if (entry == NULL)
 			continue;
 		w = &zkl_works[entry->slotno];
@@ -173,7 +154,8 @@ zkl_downgrade_marks(const zkl_inspection *in, bool *holds, bool *waits)
 		waits[i] = true;
 		for (int k = 0; k < w->nheld_behind; k++)
 			for (int j = 0; j < in->nchildren; j++)
-				if (!in->gone[j] && strcmp(in->children[j], w->held_behind[k]) == 0)
+				if (!in->children[j].gone &&
+					strcmp(in->children[j].name, w->held_behind[k]) == 0)
 					holds[j] = true;
 	}
 }
@@ -204,8 +186,9 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 		int			n = 0;
 
 		for (int i = 0; i < in->nchildren; i++)
-			if (!in->gone[i])
-				needed += MAXALIGN(sizeof(zkl_inspect_entry) + strlen(in->children[i]) + in->data_len[i]);
+			if (!in->children[i].gone)
+				needed += MAXALIGN(sizeof(zkl_inspect_entry) +
+								   strlen(in->children[i].name) + in->children[i].data_len);
 		reply->needed = needed;
 		reply->nchildren = 0;
 		if (needed <= reply->capacity)
@@ -216,22 +199,23 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 			zkl_downgrade_marks(in, holds, waits);
 			for (int i = 0; i < in->nchildren; i++)
 			{
+				const		zkl_inspected *c = &in->children[i];
 				zkl_inspect_entry *e = (zkl_inspect_entry *) out;
-				int			name_len = strlen(in->children[i]);
+				int			name_len = strlen(c->name);
 
-				if (in->gone[i])
+				if (c->gone)
 					continue;
-				e->czxid = in->czxid[i];
-				e->owner = in->owner[i];
-				e->ctime = in->ctime[i];
+				e->czxid = c->czxid;
+				e->owner = c->owner;
+				e->ctime = c->ctime;
 				e->name_len = name_len;
-				e->data_len = in->data_len[i];
-				e->unreadable = in->unreadable[i];
+				e->data_len = c->data_len;
+				e->unreadable = c->unreadable;
 				e->downgrade_holds = holds[i];
 				e->downgrade_waits = waits[i];
-				memcpy(out + sizeof(zkl_inspect_entry), in->children[i], name_len);
+				memcpy(out + sizeof(zkl_inspect_entry), c->name, name_len);
 				if (e->data_len > 0)
-					memcpy(out + sizeof(zkl_inspect_entry) + name_len, in->data[i], e->data_len);
+					memcpy(out + sizeof(zkl_inspect_entry) + name_len, c->data, e->data_len);
 				out += MAXALIGN(sizeof(zkl_inspect_entry) + name_len + e->data_len);
 				n++;
 			}
@@ -264,7 +248,7 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 static void
 zkl_inspect_ask(int slotno, zkl_slot *slot, zkl_inspection *in, int i, bool stat_only)
 {
-	char	   *path = zkl_child_path(slot, in->children[i]);
+	char	   *path = zkl_child_path(slot, in->children[i].name);
 
 	in->sent[in->nsent++] = i;
 	zkl_check_sent(slotno, stat_only ?
@@ -295,52 +279,46 @@ zkl_inspect_result(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 
 	if (ev->kind == ZKL_EV_INSPECT_CHILDREN)
 	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		MemoryContext cxt = zkl_work_context(work);
 		int			n = ev->rc == ZOK ? ev->nchildren : 0;
 
-		zkl_inspect_free(work);
-		in = palloc0(sizeof(zkl_inspection));
+		/* A listing anew replaces what the last one read. */
+		MemoryContextReset(cxt);
+		in = MemoryContextAllocZero(cxt, sizeof(zkl_inspection));
 		in->nchildren = n;
 		if (n > 0)
 		{
-			in->children = palloc(sizeof(char *) * n);
-			in->czxid = palloc0(sizeof(int64) * n);
-			in->owner = palloc0(sizeof(int64) * n);
-			in->ctime = palloc0(sizeof(int64) * n);
-			in->data = palloc0(sizeof(char *) * n);
-			in->data_len = palloc0(sizeof(int) * n);
-			in->gone = palloc0(sizeof(bool) * n);
-			in->unreadable = palloc0(sizeof(bool) * n);
+			in->children = MemoryContextAllocZero(cxt, sizeof(zkl_inspected) * n);
 			/* A getData for each child, and an exists for an unreadable one. */
-			in->sent = palloc(sizeof(int) * 2 * n);
+			in->sent = MemoryContextAlloc(cxt, sizeof(int) * 2 * n);
 			for (int i = 0; i < n; i++)
-				in->children[i] = pstrdup(ev->children[i]);
+				in->children[i].name = MemoryContextStrdup(cxt, ev->children[i]);
 		}
-		MemoryContextSwitchTo(old);
 		work->inspection = in;
 	}
 	else if (in != NULL && in->nreplied < in->nsent)
 	{
 		int			i = in->sent[in->nreplied++];
+		zkl_inspected *c = &in->children[i];
 
 		if (ev->rc == ZNONODE)
-			in->gone[i] = true; /* deleted meanwhile: not listed */
+			c->gone = true;		/* deleted meanwhile: not listed */
 		else if (ev->rc == ZOK)
 		{
-			in->czxid[i] = ev->czxid;
-			in->owner[i] = ev->owner;
-			in->ctime[i] = ev->ctime;
-			in->data_len[i] = Min(ev->data_len, ZKL_MAX_INSPECT_DATA);
-			if (in->data_len[i] > 0)
+			c->czxid = ev->czxid;
+			c->owner = ev->owner;
+			c->ctime = ev->ctime;
+			c->data_len = Min(ev->data_len, ZKL_MAX_INSPECT_DATA);
+			if (c->data_len > 0)
 			{
-				in->data[i] = MemoryContextAlloc(TopMemoryContext, in->data_len[i]);
-				memcpy(in->data[i], ev->data, in->data_len[i]);
+				c->data = MemoryContextAlloc(zkl_work_context(work), c->data_len);
+				memcpy(c->data, ev->data, c->data_len);
 			}
 		}
 		else
 		{
 			/* Listed all the same; its stat asked for, or unknown too. */
-			in->unreadable[i] = true;
+			c->unreadable = true;
 			if (ev->kind == ZKL_EV_INSPECT_DATA && wanted)
 				zkl_inspect_ask(slotno, slot, in, i, true);
 		}

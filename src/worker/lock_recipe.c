@@ -64,6 +64,7 @@
 #include "names/encode.h"
 #include "rules/lock_rule.h"
 #include "worker/lock_recipe.h"
+#include "worker/semaphore.h"
 #include "worker/slot_steps.h"
 #include "worker/undeletable.h"
 
@@ -177,6 +178,26 @@ zkl_set_pred(zkl_work *work, const char *pred)
 }
 
 /*
+ * Our contender holds: a lock is granted; a semaphore's mutex is only the
+ * way to its lease, which the semaphore's recipe takes on.
+ */
+static void
+zkl_contender_holds(int slotno, zkl_slot *slot)
+{
+	bool		wanted;
+
+	if (slot->permits == 0)
+	{
+		zkl_grant(slotno, slot);
+		return;
+	}
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	wanted = slot->wanted;
+	LWLockRelease(zkl_shared->lock);
+	zkl_sem_mutex_held(slotno, slot, wanted);
+}
+
+/*
  * Decide from a listing that contains our node.  An exclusive request waits
  * for every lower node, a shared one only for lower writers, so a writer
  * that asked first is served before later readers.  The owner's own hold of
@@ -218,7 +239,7 @@ zkl_evaluate(int slotno, zkl_slot *slot, char **children, int nchildren)
 			zkl_requeue(slotno, slot);
 			return;
 		case ZKL_VERDICT_HELD:
-			zkl_grant(slotno, slot);
+			zkl_contender_holds(slotno, slot);
 			return;
 		case ZKL_VERDICT_DEADLOCK:
 			if (!slot->try_only)
@@ -446,7 +467,7 @@ zkl_predecessor_gone(int slotno, zkl_slot *slot)
 	zkl_works[slotno].handoff = true;
 	if (zkl_holds_after_predecessor(zkl_works[slotno].pred_was_last, pred_held_here,
 									zkl_works[slotno].numbers_repeat))
-		zkl_grant(slotno, slot);
+		zkl_contender_holds(slotno, slot);
 	else
 		zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
 }
