@@ -43,7 +43,7 @@ typedef struct zkl_inspected
 	int			data_len;
 	bool		gone;			/* deleted between the listing and the read */
 	bool		unreadable;		/* getData refused (ZNOAUTH): data unknown */
-}			zkl_inspected;
+} zkl_inspected;
 
 /*
  * What zk_lock_contenders has read so far of one directory, in the work's
@@ -139,7 +139,7 @@ zkl_downgrade_marks(const zkl_inspection *in, bool *holds, bool *waits)
 		return;
 	for (int i = 0; i < in->nchildren; i++)
 	{
-		const		zkl_inspected *c = &in->children[i];
+		const zkl_inspected *c = &in->children[i];
 		zkl_node_entry *entry;
 		zkl_work   *w;
 
@@ -199,7 +199,7 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 			zkl_downgrade_marks(in, holds, waits);
 			for (int i = 0; i < in->nchildren; i++)
 			{
-				const		zkl_inspected *c = &in->children[i];
+				const zkl_inspected *c = &in->children[i];
 				zkl_inspect_entry *e = (zkl_inspect_entry *) out;
 				int			name_len = strlen(c->name);
 
