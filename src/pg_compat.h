@@ -84,25 +84,6 @@
 	((void) (wait_event_name), (uint32) PG_WAIT_EXTENSION)
 #endif
 
-/*
- * What a zklock process waits for, shown in pg_stat_activity.wait_event
- * under its own name from 17 on (custom wait events), and as "Extension"
- * before.  zkl_wait_event() (shared/wait_events.c) gives the wait_event_info to pass to
- * WaitLatch and its kin.
- */
-typedef enum zkl_wait
-{
-	ZKL_WAIT_SESSION,			/* a backend waits for a ZooKeeper session */
-	ZKL_WAIT_LOCK,				/* a backend waits for a lock */
-	ZKL_WAIT_WORKER,			/* a backend waits for the worker's answer */
-	ZKL_WAIT_COMMIT,			/* a commit waits for the session's proof */
-	ZKL_WAIT_WORKER_MAIN,		/* the worker's main loop */
-	ZKL_WAIT_COUNT
-} zkl_wait;
-
-extern uint32 zkl_wait_event(zkl_wait what);
-extern void zkl_register_wait_events(void);
-
 #endif							/* !FRONTEND */
 
 #endif							/* ZKLOCK_PG_COMPAT_H */

@@ -9,7 +9,6 @@
  */
 #include "postgres.h"
 
-#include <ctype.h>
 #include <limits.h>
 
 #include "utils/guc.h"

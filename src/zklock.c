@@ -22,6 +22,7 @@
 #include "settings.h"
 #include "shared/shmem.h"
 #include "shared/stats.h"
+#include "shared/wait_events.h"
 #include "worker/worker.h"
 
 ZKL_MODULE_MAGIC;

@@ -11,12 +11,9 @@
  */
 #include "postgres.h"
 
-#include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
-#include "access/xact.h"
 #include "access/xlog.h"
-#include "commands/async.h"
 #include "commands/dbcommands.h"
 #include "common/int.h"
 #include "lib/stringinfo.h"
@@ -24,27 +21,22 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/postmaster.h"
-#include "storage/condition_variable.h"
-#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "tcop/utility.h"
-#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
-#include "utils/json.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-#include "pg_compat.h"
 #include "backend/acquire.h"
 #include "backend/deadlock_check.h"
+#include "backend/error_codes.h"
 #include "backend/locks.h"
 #include "backend/request.h"
 #include "names/encode.h"
-#include "rules/clock.h"
-#include "shared/stats.h"
+#include "pg_compat.h"
+#include "shared/wait_events.h"
 
 static bool zkl_request(const char *name, zkl_mode mode, int permits, bool xact, bool try_only, int64 timeout_ms, int64 session_wait_ms, int64 *token);
 
@@ -320,62 +312,106 @@ zkl_found_busy(int slotno, bool try_only)
 	zkl_wait_slotno = -1;
 	zkl_end_publication();
 	if (!try_only)
-		elog(ERROR, "zklock slot %d was taken away from a waiting request", slotno);
+		elog(ERROR, "lock slot %d was taken away from a waiting request", slotno);
 	return false;
+}
+
+/*
+ * A posted request being waited for (zkl_await_grant): which it is, and
+ * what bounds the wait.
+ */
+typedef struct zkl_lock_wait
+{
+	const char *name;
+	const char *dir;
+	int			slotno;
+	uint32		generation;		/* this use of the slot */
+	bool		try_only;
+	bool		detect;			/* looks for deadlocks after deadlock_timeout */
+	TimestampTz start;
+	TimestampTz deadline;		/* of the wait behind other holders; 0: none */
+	int64		timeout_ms;		/* what deadline came from, for the error */
+	int64		session_wait_ms;	/* the wait for a session (zkl_request) */
+} zkl_lock_wait;
+
+/* What the worker has said of the request, and of the session, at one look. */
+typedef struct zkl_wait_look
+{
+	zkl_slot_state state;
+	int			zk_rc;
+	bool		behind;			/* another holder was found ahead */
+	int64		token;
+	zkl_session_state session;
+	TimestampTz since;			/* disconnected since */
+} zkl_wait_look;
+
+static void
+zkl_look_at_request(const zkl_lock_wait *w, zkl_wait_look *look)
+{
+	zkl_slot   *slot = &zkl_shared->slots[w->slotno];
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	/* A try that found a holder may be deleted and freed before we look. */
+	look->state = slot->generation == w->generation ? slot->state : ZKL_SLOT_BUSY;
+	look->zk_rc = slot->zk_rc;
+	look->behind = slot->behind;
+	look->token = slot->token;
+	look->session = zkl_shared->session_state;
+	look->since = zkl_shared->disconnected_since;
+	LWLockRelease(zkl_shared->lock);
+}
+
+/* Sleep until the latch is set or wake (0: no timeout) comes. */
+static void
+zkl_sleep_for_worker(TimestampTz wake, TimestampTz now, zkl_session_state session)
+{
+	int			rc;
+
+	rc = WaitLatch(MyLatch,
+				   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (wake ? WL_TIMEOUT : 0),
+				   wake ? zkl_ms_until(wake, now) : -1,
+				   zkl_wait_event(session == ZKL_SESSION_CONNECTED ?
+								  ZKL_WAIT_LOCK : ZKL_WAIT_SESSION));
+	if (rc & WL_LATCH_SET)
+		ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
 }
 
 /*
  * Wait for the worker's outcome of a posted request: true when granted
  * (the token in *token), false when a try found another holder.  Every
  * error gives the request up first, so no contender node outlives it.
- * deadline bounds the wait behind other holders, the session waits by
- * zklock.connect_timeout and session_wait_ms (see zkl_request).
+ * w->deadline bounds the wait behind other holders, the session waits by
+ * zklock.connect_timeout and w->session_wait_ms (see zkl_request).
  */
 static bool
-zkl_await_grant(const char *name, const char *dir, int slotno, uint32 generation,
-				bool try_only, bool detect, TimestampTz start, TimestampTz deadline,
-				int64 timeout_ms, int64 session_wait_ms, int64 *token)
+zkl_await_grant(const zkl_lock_wait *w, int64 *token)
 {
-	zkl_slot   *slot = &zkl_shared->slots[slotno];
-
 	/*
 	 * A wait that lasts deadlock_timeout looks for a cycle, and after each
 	 * further one, whether it should look again.
 	 */
-	TimestampTz next_check = detect && DeadlockTimeout > 0 ?
-	TimestampTzPlusMilliseconds(start, DeadlockTimeout) : 0;
+	TimestampTz next_check = w->detect && DeadlockTimeout > 0 ?
+	TimestampTzPlusMilliseconds(w->start, DeadlockTimeout) : 0;
 	bool		checked = false;
 
 	for (;;)
 	{
-		zkl_slot_state state;
-		zkl_session_state session;
-		TimestampTz since;
+		zkl_wait_look look;
 		TimestampTz now;
 		TimestampTz wake = 0;
-		int			zk_rc;
-		bool		behind;
-		int			rc;
 
-		LWLockAcquire(zkl_shared->lock, LW_SHARED);
-		/* A try that found a holder may be deleted and freed before we look. */
-		state = slot->generation == generation ? slot->state : ZKL_SLOT_BUSY;
-		zk_rc = slot->zk_rc;
-		behind = slot->behind;
-		*token = slot->token;
-		session = zkl_shared->session_state;
-		since = zkl_shared->disconnected_since;
-		LWLockRelease(zkl_shared->lock);
-
+		zkl_look_at_request(w, &look);
+		*token = look.token;
 		/* zk_lock_stats counts the wait of a request found behind another. */
-		if (behind)
+		if (look.behind)
 			zkl_stats_req.behind = true;
-		if (state == ZKL_SLOT_HELD)
+		if (look.state == ZKL_SLOT_HELD)
 			return true;
-		if (state == ZKL_SLOT_BUSY)
-			return zkl_found_busy(slotno, try_only);
-		if (state == ZKL_SLOT_FAILED)
-			zkl_report_failed(name, dir, zk_rc);
+		if (look.state == ZKL_SLOT_BUSY)
+			return zkl_found_busy(w->slotno, w->try_only);
+		if (look.state == ZKL_SLOT_FAILED)
+			zkl_report_failed(w->name, w->dir, look.zk_rc);
 
 		/*
 		 * The timeout is for waiting: it ends the request when ZooKeeper is
@@ -386,30 +422,54 @@ zkl_await_grant(const char *name, const char *dir, int slotno, uint32 generation
 		 * server ends the request when the proof runs out.
 		 */
 		now = GetCurrentTimestamp();
-		if (deadline != 0)
-			wake = zkl_deadline_wake(name, deadline, timeout_ms, session, behind, now);
+		if (w->deadline != 0)
+			wake = zkl_deadline_wake(w->name, w->deadline, w->timeout_ms, look.session,
+									 look.behind, now);
 
 		if (next_check != 0 && now >= next_check)
 		{
-			next_check = zkl_look_for_cycle(name, slotno, generation, session, !checked);
-			checked = checked || session == ZKL_SESSION_CONNECTED;
+			next_check = zkl_look_for_cycle(w->name, w->slotno, w->generation, look.session, !checked);
+			checked = checked || look.session == ZKL_SESSION_CONNECTED;
 			/* What happened meanwhile is looked at before sleeping. */
 			continue;
 		}
 		if (next_check != 0 && (wake == 0 || next_check < wake))
 			wake = next_check;
 
-		if (session != ZKL_SESSION_CONNECTED)
-			wake = zkl_session_wake(name, start, since, session_wait_ms, now, wake);
+		if (look.session != ZKL_SESSION_CONNECTED)
+			wake = zkl_session_wake(w->name, w->start, look.since, w->session_wait_ms, now, wake);
 
-		rc = WaitLatch(MyLatch,
-					   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (wake ? WL_TIMEOUT : 0),
-					   wake ? zkl_ms_until(wake, now) : -1,
-					   zkl_wait_event(session == ZKL_SESSION_CONNECTED ?
-									  ZKL_WAIT_LOCK : ZKL_WAIT_SESSION));
-		if (rc & WL_LATCH_SET)
-			ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
+		zkl_sleep_for_worker(wake, now, look.session);
+	}
+}
+
+/*
+ * A granted request becomes a hold of this backend.  Known to the local
+ * table before it stops being the wait: no gap to leak it.  Room for its
+ * transaction hold is made first: nothing can fail once it is in the
+ * table.
+ */
+static void
+zkl_note_grant(const char *key, int slotno, uint32 generation, bool xact, int64 token)
+{
+	zkl_local_lock *lock;
+	bool		found;
+
+	if (xact)
+		zkl_reserve_xact_hold();
+	lock = hash_search(zkl_locks, key, HASH_ENTER, &found);
+	lock->slotno = slotno;
+	lock->generation = generation;
+	lock->session_count = xact ? 0 : 1;
+	lock->xact_count = 0;
+	lock->token = token;
+	lock->granted_at = zkl_stats_end(ZKL_STATS_GRANTED);
+	zkl_wait_slotno = -1;
+	zkl_end_publication();
+	if (xact)
+	{
+		zkl_remember_xact_hold(key);
+		lock->xact_count = 1;
 	}
 }
 
@@ -426,6 +486,7 @@ zkl_request(const char *name, zkl_mode mode, int permits, bool xact, bool try_on
 	int			slotno;
 	uint32		generation;
 	bool		found;
+	zkl_lock_wait wait;
 	TimestampTz start = GetCurrentTimestamp();
 	TimestampTz deadline = timeout_ms > 0 ? zkl_deadline_after(start, timeout_ms) : 0;
 	char	   *dir = zkl_lock_dir(name, strlen(name));
@@ -459,36 +520,24 @@ zkl_request(const char *name, zkl_mode mode, int permits, bool xact, bool try_on
 		dir = psprintf("%s/locks", dir);
 	slotno = zkl_post_request(name, dir, mode, permits, xact, try_only, start, &generation);
 	zkl_stats_begin(name, mode, xact, start);
-	if (!zkl_await_grant(name, dir, slotno, generation, try_only,
-						 !try_only && mode != ZKL_MODE_SEMAPHORE, start, deadline, timeout_ms,
-						 session_wait_ms, token))
+	wait.name = name;
+	wait.dir = dir;
+	wait.slotno = slotno;
+	wait.generation = generation;
+	wait.try_only = try_only;
+	wait.detect = !try_only && mode != ZKL_MODE_SEMAPHORE;
+	wait.start = start;
+	wait.deadline = deadline;
+	wait.timeout_ms = timeout_ms;
+	wait.session_wait_ms = session_wait_ms;
+	if (!zkl_await_grant(&wait, token))
 	{
 		/* A try that found a holder: neither granted nor a wait. */
 		zkl_stats_forget();
 		return false;
 	}
 
-	/*
-	 * Known to the local table before it stops being the wait: no gap to leak
-	 * it.  Room for its transaction hold is made first: nothing can fail once
-	 * it is in the table.
-	 */
-	if (xact)
-		zkl_reserve_xact_hold();
-	lock = hash_search(zkl_locks, key, HASH_ENTER, &found);
-	lock->slotno = slotno;
-	lock->generation = generation;
-	lock->session_count = xact ? 0 : 1;
-	lock->xact_count = 0;
-	lock->token = *token;
-	lock->granted_at = zkl_stats_end(ZKL_STATS_GRANTED);
-	zkl_wait_slotno = -1;
-	zkl_end_publication();
-	if (xact)
-	{
-		zkl_remember_xact_hold(key);
-		lock->xact_count = 1;
-	}
+	zkl_note_grant(key, slotno, generation, xact, *token);
 	return true;
 }
 

@@ -16,7 +16,6 @@
 #include <zookeeper/zookeeper.h>
 
 #include "access/xact.h"
-#include "common/jsonapi.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -26,11 +25,14 @@
 #include "utils/resowner.h"
 
 #include "backend/contenders.h"
+#include "backend/locks.h"
 #include "backend/request.h"
+#include "names/encode.h"
+#include "names/name_text.h"
+#include "pg_compat.h"
 #include "rules/json_fields.h"
 #include "rules/lock_rule.h"
-#include "pg_compat.h"
-#include "names/encode.h"
+#include "shared/inspect_reply.h"
 
 static int
 zkl_cmp_contenders(const void *a, const void *b)
@@ -129,6 +131,8 @@ zkl_fetch_directory(const char *name, const char *dir)
 
 	if (strcmp(dir, last_dir) == 0)
 		capacity = Max(capacity, last_needed + last_needed / 4);
+	/* Arm the way out that gives the slot asked for back (zkl_claim_slot). */
+	zkl_local_init();
 
 	for (int attempt = 0;; attempt++)
 	{
@@ -347,6 +351,7 @@ zkl_list_contenders(FunctionCallInfo fcinfo, text *name)
 	InitMaterializedSRF(fcinfo, 0);
 
 	all = zkl_read_contenders(key, dir, false, true, &n);
+	zkl_local_init();
 	for (int i = 0; i < n; i++)
 	{
 		CHECK_FOR_INTERRUPTS();

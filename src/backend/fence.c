@@ -61,15 +61,10 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
-#include "access/sysattr.h"
 #include "access/table.h"
 #include "access/xact.h"
-#include "catalog/indexing.h"
-#include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
-#include "catalog/pg_type.h"
-#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -78,23 +73,17 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/rel.h"
 #include "utils/syscache.h"
 
 #include "backend/contenders.h"
+#include "backend/error_codes.h"
 #include "backend/fence.h"
 #include "backend/locks.h"
 #include "pg_compat.h"
 #include "settings.h"
 
-/* A fencing token older than one already accepted for its resource. */
-#define ERRCODE_ZKLOCK_STALE_TOKEN	MAKE_SQLSTATE('Z','K','0','0','3')
-/* A token that would advance a fence and is no holder's of its lock. */
-#define ERRCODE_ZKLOCK_UNPROVEN_TOKEN	MAKE_SQLSTATE('Z','K','0','0','4')
-
 PG_FUNCTION_INFO_V1(zk_fence);
 PG_FUNCTION_INFO_V1(zk_fence_1_3);
-
 
 /*
  * The session's prepared statements of each kind and the schema-qualified

@@ -9,8 +9,6 @@
 #ifndef ZKLOCK_FENCE_H
 #define ZKLOCK_FENCE_H
 
-#include "fmgr.h"
-
 /*
  * Where the token of a fenced write comes from (zklock 1.4).  A write that
  * carries no token of its own (an UPDATE that leaves the token column

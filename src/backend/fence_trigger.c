@@ -13,14 +13,9 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
-#include "access/sysattr.h"
 #include "access/table.h"
-#include "catalog/indexing.h"
 #include "catalog/partition.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_extension.h"
 #include "catalog/pg_inherits.h"
-#include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -34,7 +29,6 @@
 #include "utils/syscache.h"
 
 #include "backend/fence.h"
-#include "backend/locks.h"
 
 PG_FUNCTION_INFO_V1(zk_fence_trigger);
 PG_FUNCTION_INFO_V1(zk_fence_trigger_1_3);

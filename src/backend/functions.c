@@ -22,6 +22,7 @@
 #include "backend/locks.h"
 #include "backend/request.h"
 #include "names/encode.h"
+#include "names/name_text.h"
 #include "result_shape.h"
 
 PG_FUNCTION_INFO_V1(zk_lock_acquire);

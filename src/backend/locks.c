@@ -21,41 +21,28 @@
  */
 #include "postgres.h"
 
-#include <zookeeper/zookeeper.h>
-
 #include "access/xact.h"
-#include "access/xlog.h"
-#include "commands/async.h"
-#include "commands/dbcommands.h"
 #include "common/int.h"
-#include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
-#include "miscadmin.h"
 #include "pgstat.h"
-#include "postmaster/postmaster.h"
-#include "storage/condition_variable.h"
 #include "storage/ipc.h"
-#include "storage/latch.h"
-#include "storage/proc.h"
 #include "tcop/utility.h"
-#include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/hsearch.h"
-#include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-#include "pg_compat.h"
+#include "backend/error_codes.h"
 #include "backend/locks.h"
 #include "backend/request.h"
+#include "pg_compat.h"
 #include "shared/stats.h"
+#include "shared/wait_events.h"
 
 static void zkl_drop_kept_exclusive(void);
 
 StaticAssertDecl(ZKL_STATS_NAME_LEN == ZKL_MAX_NAME_LEN,
 				 "zk_lock_stats keeps whole lock names");
-
 
 HTAB	   *zkl_locks = NULL;
 
@@ -701,7 +688,6 @@ zkl_forget_fence_rows(void)
 	}
 	LWLockRelease(zkl_shared->lock);
 }
-
 
 /* Exit gives everything back, whatever the counts say. */
 void

@@ -26,12 +26,13 @@
 #include "miscadmin.h"
 #include "storage/condition_variable.h"
 
-#include "pg_compat.h"
 #include "backend/contenders.h"
 #include "backend/recent_read.h"
+#include "pg_compat.h"
 #include "rules/clock.h"
 #include "rules/recent_read.h"
 #include "shared/shmem.h"
+#include "shared/wait_events.h"
 
 /* What the rule says for dir; called with zkl_shared->lock held. */
 static zkl_recent_verdict

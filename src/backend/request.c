@@ -18,40 +18,29 @@
 #include <zookeeper/zookeeper.h>
 
 #include "access/xact.h"
-#include "access/xlog.h"
-#include "commands/async.h"
-#include "commands/dbcommands.h"
 #include "common/int.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "postmaster/postmaster.h"
-#include "storage/condition_variable.h"
-#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "tcop/utility.h"
-#include "utils/builtins.h"
-#include "utils/guc.h"
-#include "utils/hsearch.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-#include "pg_compat.h"
+#include "backend/error_codes.h"
 #include "backend/request.h"
 #include "names/encode.h"
+#include "pg_compat.h"
 #include "rules/clock.h"
 #include "rules/slot_quota.h"
 #include "shared/stats.h"
+#include "shared/wait_events.h"
 
 /* A deadlock check is reading: its reads take reserve slots. */
 bool		zkl_checking = false;
-
-/* Called before a slot is claimed: locks.c makes its exit hook ready. */
-void		(*zkl_before_claim) (void) = NULL;
 
 /* The request this backend is waiting for, if any. */
 int			zkl_wait_slotno = -1;
@@ -374,6 +363,12 @@ zkl_report_no_slot(bool reserve, zkl_claim_verdict verdict, Oid role, int role_c
  * deadlock detection) is taken from the reserve, within this backend's
  * share of it.  A refused claim is an error, but for a quiet one (deadlock
  * detection's), which gets -1, without the lock.
+ *
+ * From the moment a slot is posted this backend must give it back on every
+ * way out: the caller has armed the exit hook and the transaction callbacks
+ * first, by creating the backend's table of holds (zkl_local_init,
+ * locks.c), which they look at.  Whoever posts through zkl_ask_worker or
+ * acquires does so: contenders.c and acquire.c.
  */
 int
 zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserve, bool quiet)
@@ -399,14 +394,6 @@ zkl_claim_slot(const char *name, const char *dir, TimestampTz start, bool reserv
 				 errmsg("ZooKeeper path \"%s\" is too long", dir),
 				 errdetail("A lock's directory may have at most %d bytes.",
 						   (int) sizeof(slot->dir) - 1)));
-
-	/*
-	 * From the moment a slot is posted this backend must give it back on
-	 * every way out: the exit hook and the transaction callbacks need the
-	 * local table to exist.
-	 */
-	if (zkl_before_claim)
-		zkl_before_claim();
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	slotno = zkl_slot_take(reserve, role, exempt, role_cap, &verdict, &used);

@@ -8,10 +8,8 @@
 #ifndef ZKLOCK_REQUEST_H
 #define ZKLOCK_REQUEST_H
 
-#include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "storage/dsm.h"
-#include "utils/timestamp.h"
 
 #include "shared/shmem.h"
 #include "shared/stats.h"
@@ -47,9 +45,6 @@ extern uint32 zkl_wait_generation;
 
 /* A deadlock check is reading: its reads take reserve slots. */
 extern bool zkl_checking;
-
-/* Called before a slot is claimed (zkl_backend_init sets it). */
-extern void (*zkl_before_claim) (void);
 
 extern void zkl_name_key(text *name, char *key);
 extern const char *zkl_mode_name(zkl_mode mode);

@@ -56,6 +56,7 @@
 #include "names/lock_name.h"
 #include "names/name_text.h"
 #include "rules/json_fields.h"
+#include "shared/inspect_reply.h"
 
 /* What this cluster is called in a description: cluster_name or host:port. */
 static char *

@@ -11,41 +11,29 @@
  */
 #include "postgres.h"
 
-#include <unistd.h>
-#include <zookeeper/zookeeper.h>
-
+#include "access/parallel.h"
 #include "access/xact.h"
-#include "access/xlog.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
 #include "commands/async.h"
-#include "executor/executor.h"
-#include "commands/dbcommands.h"
 #include "common/int.h"
-#include "lib/stringinfo.h"
+#include "executor/executor.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "postmaster/postmaster.h"
 #include "storage/condition_variable.h"
-#include "storage/ipc.h"
-#include "storage/latch.h"
 #include "storage/lmgr.h"
-#include "storage/proc.h"
 #include "tcop/utility.h"
-#include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/hsearch.h"
-#include "utils/json.h"
-#include "utils/memutils.h"
 #include "utils/resowner.h"
-#include "utils/timestamp.h"
 
-#include "pg_compat.h"
+#include "backend/error_codes.h"
 #include "backend/locks.h"
 #include "backend/request.h"
 #include "backend/xact_end.h"
+#include "pg_compat.h"
 #include "rules/clock.h"
+#include "shared/wait_events.h"
 
 static void zkl_resource_release(ResourceReleasePhase phase, bool isCommit, bool isTopLevel, void *arg);
 static void zkl_end_committing(void);
@@ -71,6 +59,12 @@ static bool zkl_foreign_since_first = false;
 
 /* This transaction is a COMMIT PREPARED or ROLLBACK PREPARED. */
 static bool zkl_finishing_prepared = false;
+
+/*
+ * zkl_notifications_pending's subtransaction runs: its start and abort are
+ * no savepoint of the user's, and release nothing.
+ */
+static bool zkl_probing_notify = false;
 
 /* zklock's transaction callback is registered with &zkl_callback_args[zkl_callback_arg]. */
 static char zkl_callback_args[2];
@@ -217,7 +211,6 @@ zkl_backend_init(void)
 	ExecutorStart_hook = zkl_executor_start;
 	prev_executor_end = ExecutorEnd_hook;
 	ExecutorEnd_hook = zkl_executor_end;
-	zkl_before_claim = zkl_local_init;
 }
 
 /*
@@ -234,7 +227,8 @@ zkl_resource_release(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
 	ResourceOwner owner = CurrentResourceOwner;
 
 	if (phase != RESOURCE_RELEASE_LOCKS || isTopLevel || owner == NULL ||
-		zkl_n_xact_holds == 0 || zkl_shared == NULL || zkl_locks == NULL)
+		zkl_n_xact_holds == 0 || zkl_shared == NULL || zkl_locks == NULL ||
+		zkl_probing_notify)
 		return;
 	if (isCommit)
 		zkl_pass_xact_holds(owner, ResourceOwnerGetParent(owner));
@@ -247,31 +241,55 @@ zkl_resource_release(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
  * for its commit: PostgreSQL queues them after the pre-commit callbacks,
  * giving the transaction an id only then, and a listener sees them once it
  * commits, so they are a durable, visible effect like a write.  async.c
- * keeps its lists to itself; AtPrepare_Notify refuses a PREPARE exactly when
- * they are not empty, and nothing else, so its refusal is the answer.
+ * keeps its lists to itself and has no function that tells (15 to 18);
+ * AtPrepare_Notify refuses a PREPARE exactly when they are not empty, and
+ * nothing else, so its refusal is the answer.  It is asked in a
+ * subtransaction of its own, as PL/pgSQL runs an exception block: the
+ * refusal aborts that subtransaction, which cleans up after the error as
+ * after any other, and the commit goes on in the transaction.  errfinish
+ * zeroes the interrupt hold-off counts for the handler, which puts back the
+ * caller's (errfinish's own advice to a handler inside a hold-off).
+ *
+ * No subtransaction starts in parallel mode.  A parallel worker can neither
+ * notify nor listen; a leader still in parallel mode at its pre-commit
+ * (CommitTransaction leaves it after the callbacks) is answered "pending",
+ * which costs a wait for proof, never a missed one.
  */
 static bool
 zkl_notifications_pending(void)
 {
 	MemoryContext context = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
 	uint32		holdoff = InterruptHoldoffCount;
 	uint32		cancel_holdoff = QueryCancelHoldoffCount;
 	volatile bool pending = false;
 
+	if (IsParallelWorker())
+		return false;
+	if (IsInParallelMode())
+		return true;
+
+	zkl_probing_notify = true;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(context);
 	PG_TRY();
 	{
 		AtPrepare_Notify();
+		ReleaseCurrentSubTransaction();
 	}
 	PG_CATCH();
 	{
 		MemoryContextSwitchTo(context);
 		FlushErrorState();
-		/* errfinish cleared these for an error handler; put them back */
+		RollbackAndReleaseCurrentSubTransaction();
 		InterruptHoldoffCount = holdoff;
 		QueryCancelHoldoffCount = cancel_holdoff;
 		pending = true;
 	}
 	PG_END_TRY();
+	MemoryContextSwitchTo(context);
+	CurrentResourceOwner = owner;
+	zkl_probing_notify = false;
 	return pending;
 }
 
@@ -588,7 +606,7 @@ zkl_await_proof(bool needs_proof)
 	}
 	if (start != 0)
 		ereport(LOG,
-				(errmsg("zklock: commit waited %ld ms for the ZooKeeper session to be confirmed",
+				(errmsg("commit waited %ld ms for the ZooKeeper session to be confirmed",
 						(long) ((zkl_now() - start) / 1000))));
 }
 
@@ -653,6 +671,7 @@ zkl_forget_xact_marks(void)
 	zkl_released_session = 0;
 	zkl_xact_foreign = false;
 	zkl_finishing_prepared = false;
+	zkl_probing_notify = false;
 }
 
 static void
@@ -710,7 +729,7 @@ static void
 zkl_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 					 SubTransactionId parentSubid, void *arg)
 {
-	if (zkl_shared == NULL || zkl_locks == NULL)
+	if (zkl_shared == NULL || zkl_locks == NULL || zkl_probing_notify)
 		return;
 	/* The holds themselves follow their resource owners. */
 	if (event == SUBXACT_EVENT_ABORT_SUB)

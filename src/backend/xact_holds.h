@@ -11,7 +11,7 @@
 
 #include "utils/resowner.h"
 
-#include "shared/shmem.h"
+#include "names/name_limits.h"
 
 /* A local lock's key: 'x' or 's' for the mode, then the lock name. */
 #define ZKL_KEY_LEN		(ZKL_MAX_NAME_LEN + 2)

@@ -19,7 +19,7 @@
 #include "utils/builtins.h"
 
 #include "names/lock_name.h"
-#include "shared/shmem.h"
+#include "names/name_limits.h"
 #include "names/encode.h"
 
 /* Validate a lock name and return its encoded form (palloc'd). */

@@ -47,6 +47,9 @@ extern const zkl_node_layout zkl_node_layouts[ZKL_NODE_LAYOUTS];
 /* Curator's protected-mode names start so, then "<uuid>-". */
 #define ZKL_PROTECTED_PREFIX	"_c_"
 
+/* The data Curator's Revoker writes on a holder's node to ask for it. */
+#define ZKL_REVOKE_MESSAGE		"__REVOKE__"
+
 /* The sequence number from which zkl_counter_near_top warns: 2^30. */
 #define ZKL_COUNTER_WARN	1073741824
 

@@ -18,6 +18,7 @@
 
 #define ZKL_SESSION_MAGIC	0x5A4B4C53	/* "ZKLS" */
 #define ZKL_SESSION_VERSION	2
+/* ZooKeeper's session password: clientid_t's passwd (zookeeper.h). */
 #define ZKL_SESSION_PASSWD_LEN 16
 
 /* What identifies the incarnation that may act on a recorded session. */

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The longest lock name (ZKL_MAX_NAME_LEN of shared/shmem.h). */
+/* The longest lock name (ZKL_MAX_NAME_LEN of names/name_limits.h). */
 #define ZKL_STATS_NAME_LEN	255
 
 /* One lock's counters since the last reset; times in milliseconds. */

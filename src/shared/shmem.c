@@ -17,7 +17,6 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
-#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
@@ -121,6 +120,7 @@ zkl_shmem_startup(void)
 		}
 		zkl_shared->free_head = zkl_max_locks > 0 ? 0 : -1;
 		zkl_shared->reserve_head = zkl_shared->nslots > zkl_max_locks ? zkl_max_locks : -1;
+		zkl_shared->nbackends = MaxBackends;
 	}
 
 	/*

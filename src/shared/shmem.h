@@ -8,40 +8,21 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef ZKLOCK_H
-#define ZKLOCK_H
-
-#include "postgres.h"
+#ifndef ZKLOCK_SHMEM_H
+#define ZKLOCK_SHMEM_H
 
 #include "datatype/timestamp.h"
-#include "lib/stringinfo.h"
 #include "port/atomics.h"
 #include "storage/condition_variable.h"
 #include "storage/lwlock.h"
 
-#include "names/name_text.h"
+#include "names/name_limits.h"
 #include "rules/lock_rule.h"
+#include "rules/session_record.h"
 #include "settings.h"
 
-/*
- * Lock names are at most this many bytes; encoded, at most three times that.
- * A directory is "<root>/<encoded name>", and a semaphore's slot holds its
- * "/locks" or "/leases" below that: room for the longest root, name and
- * suffix, so that no path a slot holds is ever cut.
- */
-#define ZKL_MAX_NAME_LEN	255
-#define ZKL_MAX_DIR_LEN		(ZKL_MAX_ROOT_LEN + 1 + 3 * ZKL_MAX_NAME_LEN + sizeof("/leases"))
-#define ZKL_MAX_NODE_LEN	96	/* "_c_<uuid>-lock-<seq>" and peers' layouts */
-#define ZKL_MAX_DATA_LEN	768 /* JSON description of the holder */
-#define ZKL_UUID_LEN		36
-
-/* Our own SQLSTATE class "ZK" for failures that only ZooKeeper can cause. */
-#define ERRCODE_ZKLOCK_ERROR		MAKE_SQLSTATE('Z','K','0','0','0')
-#define ERRCODE_ZKLOCK_UNAVAILABLE	MAKE_SQLSTATE('Z','K','0','0','1')
-#define ERRCODE_ZKLOCK_LOST			MAKE_SQLSTATE('Z','K','0','0','2')
-
-/* The data Curator's Revoker writes on a holder's node to ask for it. */
-#define ZKL_REVOKE_MESSAGE			"__REVOKE__"
+/* The JSON description of the holder that a slot carries to its node. */
+#define ZKL_MAX_DATA_LEN	768
 
 /* Why the worker took a held lock away from its backend. */
 typedef enum zkl_take_reason
@@ -62,24 +43,26 @@ typedef enum zkl_slot_op
 } zkl_slot_op;
 
 /*
- * A ZooKeeper session's password, as the client library's clientid_t keeps
- * it (16 bytes, not a string), so that a restarted worker can reattach.
+ * zklock's own outcomes in a slot's zk_rc, beside ZooKeeper's error codes
+ * (ZOK and its negative ZOO_ERRORS, down to ZTHROTTLEDOP, -127, in
+ * zookeeper.h): counted down from a base far below every code the library
+ * has, so that one int tells both kinds apart and a new ZooKeeper code
+ * cannot take one of zklock's.
  */
-#define ZKL_SESSION_PASSWD_LEN	16
-
-/* The server a session is connected to, "host:port", for zk_status(). */
-#define ZKL_SERVER_LEN		128
+#define ZKL_RC_OWN_BASE		(-1000)
+/* A request refused because it would wait on itself. */
+#define ZKL_RC_DEADLOCK		(ZKL_RC_OWN_BASE)
+/* zkl_ask_worker's answer when a deadlock check found no reserve slot. */
+#define ZKL_RC_NO_SLOT		(ZKL_RC_OWN_BASE - 1)
+/* A request in a lock directory that refused zklock's delete. */
+#define ZKL_RC_DELETE_REFUSED	(ZKL_RC_OWN_BASE - 2)
 
 /*
- * zklock's own answers in zk_rc, far below every ZooKeeper error code (the
- * client library's stop above -200), so that the two never meet.
+ * The server a session is connected to, as zoo_get_current_server writes
+ * it: a numeric address and the port, at most INET6_ADDRSTRLEN (46) and
+ * six bytes; the room to spare keeps a longer form whole too.
  */
-/* zk_rc of a request refused because it would wait on itself. */
-#define ZKL_RC_DEADLOCK		(-1000)
-/* zkl_ask_worker's answer when a deadlock check found no reserve slot. */
-#define ZKL_RC_NO_SLOT		(-1001)
-/* zk_rc of a request in a lock directory that refused zklock's delete. */
-#define ZKL_RC_DELETE_REFUSED	(-1002)
+#define ZKL_SERVER_LEN		128
 
 /* What the worker has established for a slot. */
 typedef enum zkl_slot_state
@@ -299,7 +282,6 @@ typedef struct zkl_shared_state
 	zkl_slot	slots[FLEXIBLE_ARRAY_MEMBER];
 } zkl_shared_state;
 
-
 /* Reserve slots one backend uses (slot_quota.c), for the pid that took them. */
 typedef struct zkl_backend_use
 {
@@ -320,36 +302,4 @@ extern void zkl_slot_clear(zkl_slot *slot);
 extern void zkl_wake_worker(void);
 extern void zkl_wake_backend(zkl_slot *slot);
 
-/*
- * The reply to zk_lock_contenders, written by the worker into the
- * backend's dynamic shared memory segment: a header, then for each child
- * in listing order its czxid, name and (at most ZKL_MAX_INSPECT_DATA bytes
- * of) data.  A child that vanished while it was read is left out; one whose
- * data we may not read is there, marked, with its stat and no data.
- */
-#define ZKL_MAX_INSPECT_DATA	4096
-typedef struct zkl_inspect_reply
-{
-	Size		capacity;		/* bytes after the header, set by the backend */
-	Size		needed;			/* bytes the full reply takes */
-	int			nchildren;		/* entries written (0 when it did not fit) */
-	bool		have_stat;		/* the listing's stat below is known */
-	int32		cversion;		/* the directory's cversion at the listing */
-	int32		num_children;	/* and its number of children */
-} zkl_inspect_reply;
-
-typedef struct zkl_inspect_entry
-{
-	int64		czxid;
-	int64		owner;			/* ephemeralOwner: the session, 0 if
-								 * persistent */
-	int64		ctime;			/* creation, ms since 1970 */
-	int32		name_len;		/* then name_len bytes of name */
-	int32		data_len;		/* then data_len bytes of data */
-	bool		unreadable;		/* we may not read its data (ZNOAUTH): no data */
-	bool		downgrade_holds;	/* a peer's downgrade that a writer of
-									 * this cluster waits for */
-	bool		downgrade_waits;	/* that writer */
-} zkl_inspect_entry;
-
-#endif							/* ZKLOCK_H */
+#endif							/* ZKLOCK_SHMEM_H */

@@ -436,7 +436,7 @@ zkl_stats_load(void)
 		if (errno != ENOENT)
 			ereport(LOG,
 					(errcode_for_file_access(),
-					 errmsg("zklock: could not read file \"%s\": %m", ZKL_STATS_FILE)));
+					 errmsg("could not read file \"%s\": %m", ZKL_STATS_FILE)));
 		return;
 	}
 	if (fstat(fileno(file), &st) != 0 || st.st_size > (off_t) MaxAllocSize)
@@ -460,7 +460,7 @@ zkl_stats_load(void)
 	}
 	if (error != NULL)
 		ereport(LOG,
-				(errmsg("zklock: ignoring lock statistics file \"%s\": %s", ZKL_STATS_FILE, error)));
+				(errmsg("ignoring lock statistics file \"%s\": %s", ZKL_STATS_FILE, error)));
 	else
 	{
 		zkl_stats->reset_time = header.reset_time;
@@ -545,7 +545,7 @@ zkl_stats_shutdown(int code, Datum arg)
 	{
 		ereport(LOG,
 				(errcode_for_file_access(),
-				 errmsg("zklock: could not write file \"%s\": %m", ZKL_STATS_FILE ".tmp")));
+				 errmsg("could not write file \"%s\": %m", ZKL_STATS_FILE ".tmp")));
 		unlink(ZKL_STATS_FILE ".tmp");
 	}
 	else

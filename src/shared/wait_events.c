@@ -12,6 +12,7 @@
 #include "utils/wait_event.h"
 
 #include "pg_compat.h"
+#include "shared/wait_events.h"
 
 /*
  * The wait_event_info for what a zklock process waits for.  From 17 on,

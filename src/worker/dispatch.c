@@ -186,15 +186,11 @@ zkl_route_of(zkl_event_kind kind)
 	return NULL;
 }
 
-/* The worker's state of every slot, and the recipes' hooks into the steps. */
+/* The worker's state of every slot. */
 void
 zkl_recipe_init(void)
 {
 	zkl_steps_init();
-	zkl_hooks.mutex_held = zkl_sem_mutex_held;
-	zkl_hooks.lease_path = zkl_lease_path;
-	zkl_hooks.find_lease = zkl_sem_find_lease;
-	zkl_hooks.inspection_free = zkl_inspect_free;
 }
 
 void

@@ -11,12 +11,14 @@
  */
 #include "postgres.h"
 
+#include "lib/stringinfo.h"
 #include "storage/dsm.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "names/encode.h"
 #include "rules/lock_rule.h"
+#include "shared/inspect_reply.h"
 #include "worker/inspect.h"
 #include "worker/slot_steps.h"
 
@@ -31,7 +33,24 @@
 
 static void zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite);
 
-/* What zk_lock_contenders has read so far of one directory. */
+/* One child of an inspected directory, as read. */
+typedef struct zkl_inspected
+{
+	char	   *name;
+	int64		czxid;
+	int64		owner;			/* ephemeralOwner */
+	int64		ctime;
+	char	   *data;
+	int			data_len;
+	bool		gone;			/* deleted between the listing and the read */
+	bool		unreadable;		/* getData refused (ZNOAUTH): data unknown */
+	bool		cached;			/* known from zkl_waits_cache: not read */
+} zkl_inspected;
+
+/*
+ * What zk_lock_contenders has read so far of one directory, in the work's
+ * context (zkl_work_context): the work's end frees it all.
+ */
 typedef struct zkl_inspection
 {
 	int			nchildren;
@@ -39,18 +58,10 @@ typedef struct zkl_inspection
 	int			nsent;			/* requests sent, getData and exists */
 	int			nreplied;		/* answers taken: they come in the order sent */
 	int		   *sent;			/* the child of each request, in order */
-	char	  **children;
-	int64	   *czxid;
-	int64	   *owner;			/* ephemeralOwner */
-	int64	   *ctime;
-	char	  **data;
-	int		   *data_len;
-	bool	   *gone;			/* deleted between the listing and the read */
-	bool	   *unreadable;		/* getData refused (ZNOAUTH): data unknown */
+	zkl_inspected *children;
 	bool		have_stat;		/* the listing's stat is known */
 	int32		cversion;		/* the directory's, at the listing */
 	int32		num_children;
-	bool	   *cached;			/* known from zkl_waits_cache: not read */
 } zkl_inspection;
 
 /*
@@ -75,47 +86,11 @@ static struct
 	int32		cversion;
 	int32		num_children;
 	int			n;
-	char	  **names;
-	int64	   *czxid;
-	int64	   *owner;
-	int64	   *ctime;
-	char	  **data;
-	int		   *data_len;
-	bool	   *unreadable;
+	zkl_inspected *children;	/* in cxt; none gone, none cached */
 	MemoryContext cxt;
 }			zkl_waits_cache;
 
 /* ---- zk_lock_contenders: a backend's read of one lock directory ---- */
-
-void
-zkl_inspect_free(zkl_work *work)
-{
-	zkl_inspection *in = work->inspection;
-
-	if (in == NULL)
-		return;
-	for (int i = 0; i < in->nchildren; i++)
-	{
-		pfree(in->children[i]);
-		if (in->data[i])
-			pfree(in->data[i]);
-	}
-	if (in->nchildren > 0)
-	{
-		pfree(in->children);
-		pfree(in->czxid);
-		pfree(in->owner);
-		pfree(in->ctime);
-		pfree(in->data);
-		pfree(in->data_len);
-		pfree(in->gone);
-		pfree(in->unreadable);
-		pfree(in->cached);
-		pfree(in->sent);
-	}
-	pfree(in);
-	work->inspection = NULL;
-}
 
 /*
  * Start what a slot that is no lock asks (zkl_slot_op): read the directory,
@@ -196,12 +171,13 @@ zkl_downgrade_marks(const zkl_inspection *in, bool *holds, bool *waits)
 		return;
 	for (int i = 0; i < in->nchildren; i++)
 	{
+		const zkl_inspected *c = &in->children[i];
 		zkl_node_entry *entry;
 		zkl_work   *w;
 
-		if (in->gone[i] || strlen(in->children[i]) >= ZKL_MAX_NODE_LEN)
+		if (c->gone || strlen(c->name) >= ZKL_MAX_NODE_LEN)
 			continue;
-		entry = hash_search(zkl_node_map, in->children[i], HASH_FIND, NULL);
+		entry = hash_search(zkl_node_map, c->name, HASH_FIND, NULL);
 		if (entry == NULL)
 			continue;
 		w = &zkl_works[entry->slotno];
@@ -210,7 +186,8 @@ zkl_downgrade_marks(const zkl_inspection *in, bool *holds, bool *waits)
 		waits[i] = true;
 		for (int k = 0; k < w->nheld_behind; k++)
 			for (int j = 0; j < in->nchildren; j++)
-				if (!in->gone[j] && strcmp(in->children[j], w->held_behind[k]) == 0)
+				if (!in->children[j].gone &&
+					strcmp(in->children[j].name, w->held_behind[k]) == 0)
 					holds[j] = true;
 	}
 }
@@ -231,7 +208,7 @@ zkl_is_waits_dir(const char *dir)
  * knows, when every create since its reading is a name it does not know.
  */
 static void
-zkl_waits_cache_fill(zkl_slot *slot, zkl_inspection *in)
+zkl_waits_cache_fill(zkl_slot *slot, zkl_inspection *in, MemoryContext cxt)
 {
 	int64		changes;
 	int64		creates;
@@ -246,12 +223,12 @@ zkl_waits_cache_fill(zkl_slot *slot, zkl_inspection *in)
 	if (changes < 0)
 		return;
 	creates = (changes + ((int64) in->num_children - zkl_waits_cache.num_children)) / 2;
-	known = palloc(sizeof(int) * in->nchildren);
+	known = MemoryContextAlloc(cxt, sizeof(int) * in->nchildren);
 	for (int i = 0; i < in->nchildren; i++)
 	{
 		known[i] = -1;
 		for (int j = 0; j < zkl_waits_cache.n && known[i] < 0; j++)
-			if (strcmp(in->children[i], zkl_waits_cache.names[j]) == 0)
+			if (strcmp(in->children[i].name, zkl_waits_cache.children[j].name) == 0)
 				known[i] = j;
 		if (known[i] < 0)
 			fresh++;
@@ -259,20 +236,18 @@ zkl_waits_cache_fill(zkl_slot *slot, zkl_inspection *in)
 	if (fresh == creates)
 		for (int i = 0; i < in->nchildren; i++)
 		{
-			int			j = known[i];
+			zkl_inspected *c = &in->children[i];
+			char	   *name = c->name;
 
-			if (j < 0)
+			if (known[i] < 0)
 				continue;
-			in->cached[i] = true;
-			in->czxid[i] = zkl_waits_cache.czxid[j];
-			in->owner[i] = zkl_waits_cache.owner[j];
-			in->ctime[i] = zkl_waits_cache.ctime[j];
-			in->unreadable[i] = zkl_waits_cache.unreadable[j];
-			in->data_len[i] = zkl_waits_cache.data_len[j];
-			if (in->data_len[i] > 0)
+			*c = zkl_waits_cache.children[known[i]];
+			c->name = name;
+			c->cached = true;
+			if (c->data_len > 0)
 			{
-				in->data[i] = MemoryContextAlloc(TopMemoryContext, in->data_len[i]);
-				memcpy(in->data[i], zkl_waits_cache.data[j], in->data_len[i]);
+				c->data = MemoryContextAlloc(cxt, c->data_len);
+				memcpy(c->data, zkl_waits_cache.children[known[i]].data, c->data_len);
 			}
 		}
 	pfree(known);
@@ -292,7 +267,7 @@ zkl_waits_cache_keep(zkl_slot *slot, const zkl_inspection *in)
 		zkl_waits_cache.cxt = AllocSetContextCreate(TopMemoryContext, "zklock published waits",
 													ALLOCSET_DEFAULT_SIZES);
 	for (int i = 0; i < in->nchildren; i++)
-		full = full && !in->cached[i];
+		full = full && !in->children[i].cached;
 	/* The age is that of the last read of every child. */
 	if (full || !zkl_waits_cache.valid)
 		zkl_waits_cache.read_at = GetCurrentTimestamp();
@@ -301,29 +276,22 @@ zkl_waits_cache_keep(zkl_slot *slot, const zkl_inspection *in)
 	zkl_waits_cache.dir = pstrdup(slot->dir);
 	zkl_waits_cache.cversion = in->cversion;
 	zkl_waits_cache.num_children = in->num_children;
-	zkl_waits_cache.names = palloc(sizeof(char *) * Max(in->nchildren, 1));
-	zkl_waits_cache.czxid = palloc(sizeof(int64) * Max(in->nchildren, 1));
-	zkl_waits_cache.owner = palloc(sizeof(int64) * Max(in->nchildren, 1));
-	zkl_waits_cache.ctime = palloc(sizeof(int64) * Max(in->nchildren, 1));
-	zkl_waits_cache.data = palloc(sizeof(char *) * Max(in->nchildren, 1));
-	zkl_waits_cache.data_len = palloc(sizeof(int) * Max(in->nchildren, 1));
-	zkl_waits_cache.unreadable = palloc(sizeof(bool) * Max(in->nchildren, 1));
+	zkl_waits_cache.children = palloc(sizeof(zkl_inspected) * Max(in->nchildren, 1));
 	for (int i = 0; i < in->nchildren; i++)
 	{
+		zkl_inspected *c = &zkl_waits_cache.children[n];
+
 		/* One gone meanwhile is not listed; were it back, it is new. */
-		if (in->gone[i])
+		if (in->children[i].gone)
 			continue;
-		zkl_waits_cache.names[n] = pstrdup(in->children[i]);
-		zkl_waits_cache.czxid[n] = in->czxid[i];
-		zkl_waits_cache.owner[n] = in->owner[i];
-		zkl_waits_cache.ctime[n] = in->ctime[i];
-		zkl_waits_cache.unreadable[n] = in->unreadable[i];
-		zkl_waits_cache.data_len[n] = in->data_len[i];
-		zkl_waits_cache.data[n] = NULL;
-		if (in->data_len[i] > 0)
+		*c = in->children[i];
+		c->name = pstrdup(in->children[i].name);
+		c->cached = false;
+		c->data = NULL;
+		if (c->data_len > 0)
 		{
-			zkl_waits_cache.data[n] = palloc(in->data_len[i]);
-			memcpy(zkl_waits_cache.data[n], in->data[i], in->data_len[i]);
+			c->data = palloc(c->data_len);
+			memcpy(c->data, in->children[i].data, c->data_len);
 		}
 		n++;
 	}
@@ -332,7 +300,62 @@ zkl_waits_cache_keep(zkl_slot *slot, const zkl_inspection *in)
 	MemoryContextSwitchTo(old);
 }
 
-/* Write what was read into the backend's segment, then tell it. */
+/*
+ * Write what was read into the backend's segment, reply: every child that
+ * was not gone, or none when they do not all fit (the backend asks again).
+ */
+static void
+zkl_inspect_write_reply(const zkl_inspection *in, zkl_inspect_reply *reply)
+{
+	char	   *out = (char *) reply + MAXALIGN(sizeof(zkl_inspect_reply));
+	Size		needed = 0;
+	int			n = 0;
+
+	reply->have_stat = in->have_stat;
+	reply->cversion = in->cversion;
+	reply->num_children = in->num_children;
+
+	for (int i = 0; i < in->nchildren; i++)
+		if (!in->children[i].gone)
+			needed += MAXALIGN(sizeof(zkl_inspect_entry) +
+							   strlen(in->children[i].name) + in->children[i].data_len);
+	reply->needed = needed;
+	reply->nchildren = 0;
+	if (needed <= reply->capacity)
+	{
+		bool	   *holds = palloc0(sizeof(bool) * Max(in->nchildren, 1));
+		bool	   *waits = palloc0(sizeof(bool) * Max(in->nchildren, 1));
+
+		zkl_downgrade_marks(in, holds, waits);
+		for (int i = 0; i < in->nchildren; i++)
+		{
+			const zkl_inspected *c = &in->children[i];
+			zkl_inspect_entry *e = (zkl_inspect_entry *) out;
+			int			name_len = strlen(c->name);
+
+			if (c->gone)
+				continue;
+			e->czxid = c->czxid;
+			e->owner = c->owner;
+			e->ctime = c->ctime;
+			e->name_len = name_len;
+			e->data_len = c->data_len;
+			e->unreadable = c->unreadable;
+			e->downgrade_holds = holds[i];
+			e->downgrade_waits = waits[i];
+			memcpy(out + sizeof(zkl_inspect_entry), c->name, name_len);
+			if (e->data_len > 0)
+				memcpy(out + sizeof(zkl_inspect_entry) + name_len, c->data, e->data_len);
+			out += MAXALIGN(sizeof(zkl_inspect_entry) + name_len + e->data_len);
+			n++;
+		}
+		reply->nchildren = n;
+		pfree(holds);
+		pfree(waits);
+	}
+}
+
+/* Give the backend what was read, then tell it. */
 static void
 zkl_inspect_finish(int slotno, zkl_slot *slot)
 {
@@ -352,51 +375,7 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 		seg = dsm_attach(handle);
 	if (seg != NULL)
 	{
-		zkl_inspect_reply *reply = dsm_segment_address(seg);
-		char	   *out = (char *) reply + MAXALIGN(sizeof(zkl_inspect_reply));
-		Size		needed = 0;
-		int			n = 0;
-
-		reply->have_stat = in->have_stat;
-		reply->cversion = in->cversion;
-		reply->num_children = in->num_children;
-
-		for (int i = 0; i < in->nchildren; i++)
-			if (!in->gone[i])
-				needed += MAXALIGN(sizeof(zkl_inspect_entry) + strlen(in->children[i]) + in->data_len[i]);
-		reply->needed = needed;
-		reply->nchildren = 0;
-		if (needed <= reply->capacity)
-		{
-			bool	   *holds = palloc0(sizeof(bool) * Max(in->nchildren, 1));
-			bool	   *waits = palloc0(sizeof(bool) * Max(in->nchildren, 1));
-
-			zkl_downgrade_marks(in, holds, waits);
-			for (int i = 0; i < in->nchildren; i++)
-			{
-				zkl_inspect_entry *e = (zkl_inspect_entry *) out;
-				int			name_len = strlen(in->children[i]);
-
-				if (in->gone[i])
-					continue;
-				e->czxid = in->czxid[i];
-				e->owner = in->owner[i];
-				e->ctime = in->ctime[i];
-				e->name_len = name_len;
-				e->data_len = in->data_len[i];
-				e->unreadable = in->unreadable[i];
-				e->downgrade_holds = holds[i];
-				e->downgrade_waits = waits[i];
-				memcpy(out + sizeof(zkl_inspect_entry), in->children[i], name_len);
-				if (e->data_len > 0)
-					memcpy(out + sizeof(zkl_inspect_entry) + name_len, in->data[i], e->data_len);
-				out += MAXALIGN(sizeof(zkl_inspect_entry) + name_len + e->data_len);
-				n++;
-			}
-			reply->nchildren = n;
-			pfree(holds);
-			pfree(waits);
-		}
+		zkl_inspect_write_reply(in, dsm_segment_address(seg));
 		dsm_detach(seg);
 	}
 
@@ -423,7 +402,7 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 static void
 zkl_inspect_ask(int slotno, zkl_slot *slot, zkl_inspection *in, int i, bool stat_only)
 {
-	char	   *path = zkl_child_path(slot, in->children[i]);
+	char	   *path = zkl_child_path(slot, in->children[i].name);
 
 	in->sent[in->nsent++] = i;
 	zkl_check_sent(slotno, stat_only ?
@@ -446,7 +425,7 @@ zkl_inspect_send(int slotno, zkl_slot *slot, zkl_inspection *in, bool wanted)
 	{
 		int			i = in->nread++;
 
-		if (!in->cached[i])
+		if (!in->children[i].cached)
 			zkl_inspect_ask(slotno, slot, in, i, false);
 	}
 }
@@ -459,11 +438,12 @@ zkl_inspect_result(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 
 	if (ev->kind == ZKL_EV_INSPECT_CHILDREN)
 	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		MemoryContext cxt = zkl_work_context(work);
 		int			n = ev->rc == ZOK ? ev->nchildren : 0;
 
-		zkl_inspect_free(work);
-		in = palloc0(sizeof(zkl_inspection));
+		/* A listing anew replaces what the last one read. */
+		MemoryContextReset(cxt);
+		in = MemoryContextAllocZero(cxt, sizeof(zkl_inspection));
 		/* No directory is one with no child: counters of zero. */
 		in->have_stat = (ev->rc == ZOK && ev->dir_stat) || ev->rc == ZNONODE;
 		in->cversion = ev->cversion;
@@ -471,46 +451,38 @@ zkl_inspect_result(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 		in->nchildren = n;
 		if (n > 0)
 		{
-			in->children = palloc(sizeof(char *) * n);
-			in->czxid = palloc0(sizeof(int64) * n);
-			in->owner = palloc0(sizeof(int64) * n);
-			in->ctime = palloc0(sizeof(int64) * n);
-			in->data = palloc0(sizeof(char *) * n);
-			in->data_len = palloc0(sizeof(int) * n);
-			in->gone = palloc0(sizeof(bool) * n);
-			in->unreadable = palloc0(sizeof(bool) * n);
-			in->cached = palloc0(sizeof(bool) * n);
+			in->children = MemoryContextAllocZero(cxt, sizeof(zkl_inspected) * n);
 			/* A getData for each child, and an exists for an unreadable one. */
-			in->sent = palloc(sizeof(int) * 2 * n);
+			in->sent = MemoryContextAlloc(cxt, sizeof(int) * 2 * n);
 			for (int i = 0; i < n; i++)
-				in->children[i] = pstrdup(ev->children[i]);
+				in->children[i].name = MemoryContextStrdup(cxt, ev->children[i]);
 		}
-		MemoryContextSwitchTo(old);
 		work->inspection = in;
-		zkl_waits_cache_fill(slot, in);
+		zkl_waits_cache_fill(slot, in, cxt);
 	}
 	else if (in != NULL && in->nreplied < in->nsent)
 	{
 		int			i = in->sent[in->nreplied++];
+		zkl_inspected *c = &in->children[i];
 
 		if (ev->rc == ZNONODE)
-			in->gone[i] = true; /* deleted meanwhile: not listed */
+			c->gone = true;		/* deleted meanwhile: not listed */
 		else if (ev->rc == ZOK)
 		{
-			in->czxid[i] = ev->czxid;
-			in->owner[i] = ev->owner;
-			in->ctime[i] = ev->ctime;
-			in->data_len[i] = Min(ev->data_len, ZKL_MAX_INSPECT_DATA);
-			if (in->data_len[i] > 0)
+			c->czxid = ev->czxid;
+			c->owner = ev->owner;
+			c->ctime = ev->ctime;
+			c->data_len = Min(ev->data_len, ZKL_MAX_INSPECT_DATA);
+			if (c->data_len > 0)
 			{
-				in->data[i] = MemoryContextAlloc(TopMemoryContext, in->data_len[i]);
-				memcpy(in->data[i], ev->data, in->data_len[i]);
+				c->data = MemoryContextAlloc(zkl_work_context(work), c->data_len);
+				memcpy(c->data, ev->data, c->data_len);
 			}
 		}
 		else
 		{
 			/* Listed all the same; its stat asked for, or unknown too. */
-			in->unreadable[i] = true;
+			c->unreadable = true;
 			if (ev->kind == ZKL_EV_INSPECT_DATA && wanted)
 				zkl_inspect_ask(slotno, slot, in, i, true);
 		}

@@ -10,7 +10,6 @@
 
 #include "worker/slot_steps.h"
 
-extern void zkl_inspect_free(zkl_work *work);
 extern void zkl_inspect_start(int slotno, zkl_slot *slot);
 
 /* Its handlers of ZooKeeper's answers, by phase. */

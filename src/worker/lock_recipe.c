@@ -64,6 +64,7 @@
 #include "names/encode.h"
 #include "rules/lock_rule.h"
 #include "worker/lock_recipe.h"
+#include "worker/semaphore.h"
 #include "worker/slot_steps.h"
 #include "worker/undeletable.h"
 
@@ -195,6 +196,26 @@ zkl_set_pred(zkl_work *work, const char *pred)
 }
 
 /*
+ * Our contender holds: a lock is granted; a semaphore's mutex is only the
+ * way to its lease, which the semaphore's recipe takes on.
+ */
+static void
+zkl_contender_holds(int slotno, zkl_slot *slot)
+{
+	bool		wanted;
+
+	if (slot->permits == 0)
+	{
+		zkl_grant(slotno, slot);
+		return;
+	}
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	wanted = slot->wanted;
+	LWLockRelease(zkl_shared->lock);
+	zkl_sem_mutex_held(slotno, slot, wanted);
+}
+
+/*
  * Decide from a listing that contains our node.  An exclusive request waits
  * for every lower node, a shared one only for lower writers, so a writer
  * that asked first is served before later readers.  The owner's own hold of
@@ -219,7 +240,7 @@ zkl_evaluate(int slotno, zkl_slot *slot, char **children, int nchildren)
 	{
 		work->equal_logged = true;
 		ereport(LOG,
-				(errmsg("zklock: lock directory \"%s\" has contenders with equal sequence numbers", slot->dir),
+				(errmsg("lock directory \"%s\" has contenders with equal sequence numbers", slot->dir),
 				 errdetail("Node \"%s\" shares its number with another contender: neither is granted while both exist.",
 						   slot->node),
 				 errhint("ZooKeeper numbers every child 2147483647 once a directory's child counter reaches its top; the counter starts again only when the directory is emptied and removed.")));
@@ -236,7 +257,7 @@ zkl_evaluate(int slotno, zkl_slot *slot, char **children, int nchildren)
 			zkl_requeue(slotno, slot);
 			return;
 		case ZKL_VERDICT_HELD:
-			zkl_grant(slotno, slot);
+			zkl_contender_holds(slotno, slot);
 			return;
 		case ZKL_VERDICT_DEADLOCK:
 			if (!slot->try_only)
@@ -415,7 +436,7 @@ zkl_on_reader_data(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 	{
 		zkl_add_held_behind(work, node);
 		ereport(LOG,
-				(errmsg("zklock: a request in lock directory \"%s\" waits for node \"%s\", read lock of the session that held the write lock ahead of it",
+				(errmsg("a request in lock directory \"%s\" waits for node \"%s\", read lock of the session that held the write lock ahead of it",
 						slot->dir, node),
 				 errdetail("A peer (Curator) took the read lock before it gave the write lock up: its read holds.")));
 	}
@@ -464,7 +485,7 @@ zkl_predecessor_gone(int slotno, zkl_slot *slot)
 	zkl_works[slotno].handoff = true;
 	if (zkl_holds_after_predecessor(zkl_works[slotno].pred_was_last, pred_held_here,
 									zkl_works[slotno].numbers_repeat))
-		zkl_grant(slotno, slot);
+		zkl_contender_holds(slotno, slot);
 	else
 		zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
 }
@@ -558,7 +579,7 @@ zkl_check_counter(zkl_slot *slot, zkl_event *ev)
 		return;
 	last_warning = now;
 	ereport(WARNING,
-			(errmsg("zklock: the child counter of lock directory \"%s\" is at %lld of 2147483647",
+			(errmsg("the child counter of lock directory \"%s\" is at %lld of 2147483647",
 					slot->dir, (long long) next),
 			 errdetail("Every create of a lock node counts; at 2147483647 ZooKeeper gives every new node the same number, and queued requests are granted no more."),
 			 errhint("Let the lock be free for a moment, so that its directory empties and is removed: the counter starts again from 0.")));

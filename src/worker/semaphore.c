@@ -11,7 +11,7 @@
  *		leases/	one ephemeral sequential node "_c_<uuid>-lease-<seq>" per
  *				holder.
  *
- *		Once the mutex is ours (zkl_grant calls zkl_sem_mutex_held), we
+ *		Once the mutex is ours (the lock recipe calls zkl_sem_mutex_held), we
  *		create our lease, then list leases/ until there are at most
  *		permits of them, then give the mutex up and hold the lease.  Only
  *		the mutex holder watches leases/, so a release wakes one waiter,
@@ -35,7 +35,10 @@
  *										   request queued for the mutex)
  *
  * Giving the slot up before the grant deletes the lease and the mutex
- * node (zkl_send_delete deletes both).  Runs on the worker's main thread.
+ * node (zkl_send_delete deletes both, and first looks for a lease that
+ * may exist unseen).  The lease's path and the listing of leases/ are
+ * steps of slot_steps.c, which the delete takes too.  Runs on the
+ * worker's main thread.
  *
  *-------------------------------------------------------------------------
  */
@@ -43,27 +46,6 @@
 
 #include "worker/semaphore.h"
 #include "worker/slot_steps.h"
-
-/* The semaphore's leases/, from its mutex's directory ".../locks". */
-static char *
-zkl_leases_dir(const zkl_slot *slot)
-{
-	size_t		len = strlen(slot->dir);
-
-	Assert(len > 6 && strcmp(slot->dir + len - 6, "/locks") == 0);
-	return psprintf("%.*s/leases", (int) (len - 6), slot->dir);
-}
-
-/* Path of our lease. */
-char	   *
-zkl_lease_path(const zkl_slot *slot)
-{
-	char	   *dir = zkl_leases_dir(slot);
-	char	   *path = psprintf("%s/%s", dir, slot->lease);
-
-	pfree(dir);
-	return path;
-}
 
 static void
 zkl_set_lease(zkl_slot *slot, const char *lease)
@@ -89,42 +71,6 @@ zkl_create_lease(int slotno, zkl_slot *slot, bool with_parent)
 										zkl_ctx(ZKL_EV_LEASE_CREATED, slotno)));
 	pfree(prefix);
 	pfree(dir);
-}
-
-/* List leases/; with a watch only when we are about to wait on it. */
-static void
-zkl_list_leases(int slotno, zkl_slot *slot, bool watch)
-{
-	char	   *dir = zkl_leases_dir(slot);
-
-	zkl_works[slotno].phase = ZKL_PH_LEASING;
-	zkl_works[slotno].lease_watched = watch;
-	if (watch)
-		zkl_check_sent(slotno, zoo_awget_children(zkl_zh, dir, zkl_node_watcher,
-												  (void *) zkl_ctx(ZKL_EV_LEASES_WATCH, slotno),
-												  zkl_strings_done, zkl_ctx(ZKL_EV_LEASES, slotno)));
-	else
-		zkl_check_sent(slotno, zoo_aget_children(zkl_zh, dir, 0, zkl_strings_done,
-												 zkl_ctx(ZKL_EV_LEASES, slotno)));
-	pfree(dir);
-}
-
-/*
- * A slot given up before its grant whose lease may exist unseen (its
- * create's answer was lost, or a worker restart came between the create
- * and its answer): sync, then list leases/ for one with our uuid; the
- * answer (zkl_on_leases, not wanted) deletes it with the mutex node.  An
- * orphan lease would take a permit from every client, Curator's too, for
- * as long as the session lives.
- */
-void
-zkl_sem_find_lease(int slotno, zkl_slot *slot)
-{
-	char	   *dir = zkl_leases_dir(slot);
-
-	zkl_send_sync(slotno, dir);
-	pfree(dir);
-	zkl_list_leases(slotno, slot, false);
 }
 
 /* Enough leases are free: give our mutex up; the grant follows. */

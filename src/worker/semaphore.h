@@ -10,8 +10,6 @@
 
 #include "worker/slot_steps.h"
 
-extern char *zkl_lease_path(const zkl_slot *slot);
-extern void zkl_sem_find_lease(int slotno, zkl_slot *slot);
 extern void zkl_sem_mutex_held(int slotno, zkl_slot *slot, bool wanted);
 extern void zkl_sem_redo(int slotno, zkl_slot *slot);
 

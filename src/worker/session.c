@@ -11,18 +11,10 @@
  */
 #include "postgres.h"
 
-#include <ctype.h>
 #include <signal.h>
 
-#include "miscadmin.h"
 #include "pgstat.h"
-#include "postmaster/bgworker.h"
-#include "postmaster/interrupt.h"
 #include "storage/fd.h"
-#include "storage/ipc.h"
-#include "storage/latch.h"
-#include "storage/proc.h"
-#include "storage/procsignal.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -30,11 +22,11 @@
 #include "pg_compat.h"
 #include "rules/clock.h"
 #include "rules/heartbeat.h"
-#include "worker/dispatch.h"
+#include "settings.h"
+#include "shared/shmem.h"
 #include "worker/session.h"
 #include "worker/session_file.h"
 #include "worker/slot_recovery.h"
-#include "worker/slot_steps.h"
 #include "worker/zk_events.h"
 
 /* A session's password is kept in shared memory byte for byte. */
@@ -177,7 +169,7 @@ zkl_open_session(void)
 	if (zkl_zh == NULL)
 	{
 		ereport(LOG,
-				(errmsg("zklock could not start a ZooKeeper session: %m"),
+				(errmsg("could not start a ZooKeeper session: %m"),
 				 errhint("Check zklock.hosts (\"%s\").", zkl_hosts)));
 		zkl_schedule_reconnect();
 		return;
@@ -200,19 +192,19 @@ zkl_open_session(void)
 
 	if (zkl_closing_previous && zkl_closing_given_up)
 		ereport(LOG,
-				(errmsg("zklock reattaching to ZooKeeper session 0x%llx, which it gave up, to close it",
+				(errmsg("reattaching to ZooKeeper session 0x%llx, given up earlier, to close it",
 						(unsigned long long) cid.client_id)));
 	else if (zkl_closing_previous)
 		ereport(LOG,
-				(errmsg("zklock reattaching to ZooKeeper session 0x%llx of the previous server incarnation to close it",
+				(errmsg("reattaching to ZooKeeper session 0x%llx of the previous server incarnation to close it",
 						(unsigned long long) cid.client_id)));
 	else if (reattach)
 		ereport(LOG,
-				(errmsg("zklock reattaching to ZooKeeper session 0x%llx at %s",
+				(errmsg("reattaching to ZooKeeper session 0x%llx at %s",
 						(unsigned long long) cid.client_id, zkl_hosts)));
 	else
 		ereport(LOG,
-				(errmsg("zklock connecting to ZooKeeper at %s", zkl_hosts)));
+				(errmsg("connecting to ZooKeeper at %s", zkl_hosts)));
 }
 
 static void
@@ -269,7 +261,7 @@ zkl_finish_closing_previous(int state)
 	const clientid_t *cid = zoo_client_id(zkl_zh);
 
 	ereport(LOG,
-			(errmsg("zklock %s ZooKeeper session 0x%llx of %s",
+			(errmsg("%s ZooKeeper session 0x%llx of %s",
 					state == ZOO_CONNECTED_STATE ? "closed" : "found expired",
 					(unsigned long long) cid->client_id,
 					zkl_closing_given_up ? "its own that it gave up" : "the previous server incarnation")));
@@ -300,7 +292,7 @@ zkl_handle_session_event(int state)
 			zkl_session_file_save(zkl_shared->session_id, zkl_shared->session_passwd);
 		zkl_backoff_ms = 0;
 		ereport(LOG,
-				(errmsg("zklock connected to ZooKeeper server %s, session 0x%llx, timeout %d ms",
+				(errmsg("connected to ZooKeeper server %s, session 0x%llx, timeout %d ms",
 						zkl_shared->server, (unsigned long long) zkl_shared->session_id,
 						zkl_shared->negotiated_timeout)));
 	}
@@ -308,14 +300,14 @@ zkl_handle_session_event(int state)
 	{
 		if (zkl_shared->session_state == ZKL_SESSION_CONNECTED)
 			ereport(LOG,
-					(errmsg("zklock lost its connection to ZooKeeper; session 0x%llx suspended",
+					(errmsg("lost the connection to ZooKeeper; session 0x%llx suspended",
 							(unsigned long long) zkl_shared->session_id)));
 		zkl_set_session_state(ZKL_SESSION_SUSPENDED);
 	}
 	else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
 	{
 		ereport(LOG,
-				(errmsg("zklock ZooKeeper session 0x%llx ended: %s",
+				(errmsg("ZooKeeper session 0x%llx ended: %s",
 						(unsigned long long) zkl_shared->session_id, zkl_state_name(state))));
 		zkl_count(session_expiries);
 		zkl_close_session();
@@ -391,7 +383,7 @@ zkl_check_session_proof(void)
 		return;
 
 	ereport(LOG,
-			(errmsg("zklock gives up ZooKeeper session 0x%llx: nothing has proven it alive for %lld ms",
+			(errmsg("giving up ZooKeeper session 0x%llx: nothing has proven it alive for %lld ms",
 					(unsigned long long) session_id, (long long) ((now - proof) / 1000)),
 			 errdetail("ZooKeeper may expire the session %d ms after its last proof and give its locks to other clients; they are declared lost now.",
 					   timeout)));

@@ -149,7 +149,7 @@ zkl_session_file_load(int64 *session_id, char *passwd)
 		return true;
 
 	ereport(LOG,
-			(errmsg("zklock ignores the ZooKeeper session recorded in \"%s\": %s",
+			(errmsg("ignoring the ZooKeeper session recorded in \"%s\": %s",
 					ZKL_SESSION_FILE, why),
 			 errdetail("Only the server that wrote the file closes that session after a crash; this server opens a session of its own.")));
 	zkl_session_file_remove();

@@ -11,8 +11,6 @@
  */
 #include "postgres.h"
 
-#include <signal.h>
-
 #include "storage/proc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -127,6 +125,57 @@ zkl_adopt_hold(zkl_slot *slot, zkl_work *work)
 }
 
 /*
+ * Where a slot that is no lock (zkl_slot_op) resumes: a published wait stays
+ * until it is given up, then is deleted; a read of a directory, or a
+ * publication not yet made, starts over.  Whether it has something to do.
+ */
+static bool
+zkl_adopt_service(zkl_slot *slot, zkl_work *work, zkl_slot_state state, bool known)
+{
+	if (slot->op == ZKL_OP_PUBLISH && known && state != ZKL_SLOT_WAITING)
+	{
+		work->phase = state == ZKL_SLOT_HELD ? ZKL_PH_PUBLISHED : ZKL_PH_DELETING;
+		work->retry = state != ZKL_SLOT_HELD;
+		return work->retry;
+	}
+	return state == ZKL_SLOT_WAITING || state == ZKL_SLOT_RELEASING;
+}
+
+/*
+ * Where a lock request resumes: a hold goes on (zkl_adopt_hold), a waiter
+ * lists its directory again, a release deletes its node, and one whose node
+ * the old worker never learnt finds it by its uuid first.  Whether it has
+ * something to do.
+ */
+static bool
+zkl_adopt_request(int slotno, zkl_slot *slot, zkl_work *work, zkl_slot_state state, bool known)
+{
+	if (known)
+		zkl_remember_node(slotno, slot->node);
+	switch (state)
+	{
+		case ZKL_SLOT_HELD:
+			zkl_adopt_hold(slot, work);
+			return true;
+		case ZKL_SLOT_WAITING:
+			work->phase = known ? ZKL_PH_LISTING : ZKL_PH_RECOVERING;
+			/* The old worker may have made a lease it never saw. */
+			work->lease_unsure = slot->permits > 0;
+			work->retry = true;
+			return true;
+		case ZKL_SLOT_RELEASING:
+		case ZKL_SLOT_BUSY:
+			work->phase = known ? ZKL_PH_DELETING : ZKL_PH_RECOVERING;
+			/* As for a waiter: a lease may exist that it never saw. */
+			work->lease_unsure = zkl_lease_pending(slot);
+			work->retry = true;
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
  * A new worker finds the slots of its predecessor.  With a session to
  * reattach to, each slot resumes where it stood; the session's fate
  * (connected or expired) then decides, as for any reconnection.
@@ -163,46 +212,9 @@ zkl_adopt_slots(void)
 		LWLockRelease(zkl_shared->lock);
 
 		work->opgen = 1;
-		if (slot->inspect && slot->op == ZKL_OP_PUBLISH && known && state != ZKL_SLOT_WAITING)
-		{
-			/* A published wait stays until given up, then is deleted. */
-			work->phase = state == ZKL_SLOT_HELD ? ZKL_PH_PUBLISHED : ZKL_PH_DELETING;
-			work->retry = state != ZKL_SLOT_HELD;
-			if (work->retry)
-				zkl_mark_pending(i);
-			continue;
-		}
-		if (slot->inspect)
-		{
-			/* A read of a directory, or a publication, just starts over. */
-			if (state == ZKL_SLOT_WAITING || state == ZKL_SLOT_RELEASING)
-				zkl_mark_pending(i);
-			continue;
-		}
-		if (known)
-			zkl_remember_node(i, slot->node);
-		switch (state)
-		{
-			case ZKL_SLOT_HELD:
-				zkl_adopt_hold(slot, work);
-				break;
-			case ZKL_SLOT_WAITING:
-				work->phase = known ? ZKL_PH_LISTING : ZKL_PH_RECOVERING;
-				/* The old worker may have made a lease it never saw. */
-				work->lease_unsure = slot->permits > 0;
-				work->retry = true;
-				break;
-			case ZKL_SLOT_RELEASING:
-			case ZKL_SLOT_BUSY:
-				work->phase = known ? ZKL_PH_DELETING : ZKL_PH_RECOVERING;
-				/* As for a waiter: a lease may exist that it never saw. */
-				work->lease_unsure = zkl_lease_pending(slot);
-				work->retry = true;
-				break;
-			default:
-				continue;
-		}
-		zkl_mark_pending(i);
+		if (slot->inspect ? zkl_adopt_service(slot, work, state, known) :
+			zkl_adopt_request(i, slot, work, state, known))
+			zkl_mark_pending(i);
 	}
 	pfree(used);
 }
@@ -328,6 +340,6 @@ zkl_reap_dead_backends(void)
 	pfree(dead);
 	if (reaped > 0)
 		ereport(LOG,
-				(errmsg("zklock gave up %d lock slots of backends that exited without giving them back (last pid %d)",
+				(errmsg("gave up %d lock slots of backends that exited without giving them back (last pid %d)",
 						reaped, last_pid)));
 }

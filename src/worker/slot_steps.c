@@ -4,11 +4,11 @@
  *		The steps every recipe of the worker takes with a slot: its work's
  *		state and the to-do list, the requests' contexts and their checks,
  *		the map of our nodes, grants, failures, losses, revocation and the
- *		delete of our node.  The lock recipe (lock_recipe.c), the semaphore
- *		(semaphore.c) and the inspection service (inspect.c) are built on
- *		these; where a step must reach one of them, it goes through
- *		zkl_step_hooks, which dispatch.c fills.  Runs on the worker's main
- *		thread only.
+ *		delete of our node, with a semaphore's lease.  The lock recipe
+ *		(lock_recipe.c), the semaphore (semaphore.c) and the inspection
+ *		service (inspect.c) are built on these and call them; no step calls
+ *		up into them.  The pass's multi (write_batch.c) plugs its sends in
+ *		through zkl_step_hooks.  Runs on the worker's main thread only.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,11 +22,11 @@
 #include "utils/timestamp.h"
 
 #include "rules/clock.h"
-#include "rules/lock_rule.h"
 #include "worker/slot_steps.h"
 
 static void zkl_forget_node(zkl_work *work);
 static void zkl_downgrade_forget(zkl_work *work);
+static void zkl_find_lease(int slotno, zkl_slot *slot);
 
 zkl_work   *zkl_works = NULL;
 
@@ -45,6 +45,20 @@ zkl_steps_init(void)
 	for (int i = 0; i < zkl_shared->nslots; i++)
 		zkl_works[i].opgen = 1;
 	zkl_pending = MemoryContextAlloc(TopMemoryContext, sizeof(int) * zkl_shared->nslots);
+}
+
+/*
+ * The memory of a slot's work that outlasts a pass (what an inspection has
+ * read, say), made when first asked for: one context per work, so that its
+ * end frees all of it in one call, whatever the recipe put there.
+ */
+MemoryContext
+zkl_work_context(zkl_work *work)
+{
+	if (work->cxt == NULL)
+		work->cxt = AllocSetContextCreate(TopMemoryContext, "zklock slot work",
+										  ALLOCSET_DEFAULT_SIZES);
+	return work->cxt;
 }
 
 /* The callback context of a request of the slot's current work. */
@@ -80,7 +94,6 @@ zkl_work_pending(void)
 {
 	return zkl_npending > 0;
 }
-
 
 HTAB	   *zkl_node_map = NULL;
 
@@ -165,7 +178,7 @@ zkl_sent_alone(int slotno, int rc)
 	else
 	{
 		ereport(LOG,
-				(errmsg("zklock: the ZooKeeper client library refused a request of lock \"%s\": %s",
+				(errmsg("the ZooKeeper client library refused a request of lock \"%s\": %s",
 						zkl_shared->slots[slotno].name, zerror(rc))));
 		zkl_fail_slot(slotno, rc);
 	}
@@ -204,7 +217,12 @@ zkl_end_work(zkl_work *work)
 	work->lease_watched = false;
 	work->lease_czxid = 0;
 	zkl_downgrade_forget(work);
-	zkl_hooks.inspection_free(work);
+	work->inspection = NULL;
+	if (work->cxt != NULL)
+	{
+		MemoryContextDelete(work->cxt);
+		work->cxt = NULL;
+	}
 }
 
 /* Forget the slot: only done once no node of it can exist any more. */
@@ -325,11 +343,11 @@ zkl_mark_lost(int slotno, const char *cause)
 	zkl_count(lost);
 	ConditionVariableBroadcast(&zkl_shared->contact_cv);
 	ereport(LOG,
-			(errmsg("zklock: backend %d lost ZooKeeper lock \"%s\": %s",
+			(errmsg("backend %d lost ZooKeeper lock \"%s\": %s",
 					pid, name, cause)));
 	if (signo == SIGTERM && fence_row)
 		ereport(LOG,
-				(errmsg("zklock: terminating backend %d: its transaction holds a fence row of ZooKeeper lock \"%s\", which it lost",
+				(errmsg("terminating backend %d: its transaction holds a fence row of ZooKeeper lock \"%s\", which it lost",
 						pid, name)));
 	return true;
 }
@@ -372,7 +390,7 @@ zkl_take_away(int slotno, zkl_slot *slot, zkl_take_reason reason)
 	LWLockRelease(zkl_shared->lock);
 	if (deferred)
 		ereport(LOG,
-				(errmsg("zklock: ZooKeeper lock \"%s\" of backend %d is not taken away while its transaction commits",
+				(errmsg("ZooKeeper lock \"%s\" of backend %d is not taken away while its transaction commits",
 						name, pid),
 				 errdetail("The %s waits for the end of that transaction.",
 						   reason == ZKL_TAKE_REVOKED ? "revocation" : "hold limit (zklock.max_hold_time)")));
@@ -380,7 +398,7 @@ zkl_take_away(int slotno, zkl_slot *slot, zkl_take_reason reason)
 		return;
 	if (waited)
 		ereport(LOG,
-				(errmsg("zklock: ZooKeeper lock \"%s\" taken away from backend %d after its transaction's commit ended",
+				(errmsg("ZooKeeper lock \"%s\" taken away from backend %d after its transaction's commit ended",
 						name, pid),
 				 errdetail("The %s waited for that commit.",
 						   reason == ZKL_TAKE_REVOKED ? "revocation" : "hold limit (zklock.max_hold_time)")));
@@ -423,7 +441,7 @@ zkl_revocation_asked(int slotno, zkl_slot *slot)
 		kill(pid, SIGTERM);
 
 	ereport(LOG,
-			(errmsg("zklock: backend %d was asked to give up ZooKeeper lock \"%s\"", pid, name),
+			(errmsg("backend %d was asked to give up ZooKeeper lock \"%s\"", pid, name),
 			 errdetail(action == ZKL_ON_REVOKE_IGNORE ? "zklock.on_revoke is \"ignore\": the backend keeps the lock." :
 					   action == ZKL_ON_REVOKE_CANCEL ? "zklock.on_revoke is \"cancel\": the lock is given up and the backend's statement cancelled." :
 					   "zklock.on_revoke is \"terminate\": the backend is terminated.")));
@@ -459,15 +477,14 @@ zkl_grant(int slotno, zkl_slot *slot)
 {
 	bool		wanted;
 
+	/*
+	 * A semaphore's mutex is only the way to its lease: the lock recipe hands
+	 * it to semaphore.c, whose grant comes once the mutex is given up.
+	 */
+	Assert(slot->permits == 0 || zkl_works[slotno].phase == ZKL_PH_UNLOCKING);
+
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	wanted = slot->wanted;
-	/* A semaphore's mutex is only the way to its lease (semaphore.c). */
-	if (slot->permits > 0 && zkl_works[slotno].phase != ZKL_PH_UNLOCKING)
-	{
-		LWLockRelease(zkl_shared->lock);
-		zkl_hooks.mutex_held(slotno, slot, wanted);
-		return;
-	}
 	if (wanted)
 	{
 		slot->state = ZKL_SLOT_HELD;
@@ -517,7 +534,7 @@ zkl_requeue(int slotno, zkl_slot *slot)
 	 */
 	if (zkl_lease_pending(slot) && slot->lease[0] != '\0')
 	{
-		char	   *lease = zkl_hooks.lease_path(slot);
+		char	   *lease = zkl_lease_path(slot);
 
 		zkl_check_sent(slotno, zoo_adelete(zkl_zh, lease, -1, zkl_void_done,
 										   zkl_ctx(ZKL_EV_IGNORE, slotno)));
@@ -530,6 +547,66 @@ zkl_requeue(int slotno, zkl_slot *slot)
 	slot->lease[0] = '\0';
 	LWLockRelease(zkl_shared->lock);
 	zkl_mark_pending(slotno);
+}
+
+/* A semaphore's leases/, from its mutex's directory ".../locks". */
+char	   *
+zkl_leases_dir(const zkl_slot *slot)
+{
+	size_t		len = strlen(slot->dir);
+
+	Assert(len > 6 && strcmp(slot->dir + len - 6, "/locks") == 0);
+	return psprintf("%.*s/leases", (int) (len - 6), slot->dir);
+}
+
+/* The path of the slot's lease. */
+char	   *
+zkl_lease_path(const zkl_slot *slot)
+{
+	char	   *dir = zkl_leases_dir(slot);
+	char	   *path = psprintf("%s/%s", dir, slot->lease);
+
+	pfree(dir);
+	return path;
+}
+
+/*
+ * List a semaphore's leases/ (semaphore.c takes the answer); with a watch
+ * only when the request is about to wait on it.
+ */
+void
+zkl_list_leases(int slotno, zkl_slot *slot, bool watch)
+{
+	char	   *dir = zkl_leases_dir(slot);
+
+	zkl_works[slotno].phase = ZKL_PH_LEASING;
+	zkl_works[slotno].lease_watched = watch;
+	if (watch)
+		zkl_check_sent(slotno, zoo_awget_children(zkl_zh, dir, zkl_node_watcher,
+												  (void *) zkl_ctx(ZKL_EV_LEASES_WATCH, slotno),
+												  zkl_strings_done, zkl_ctx(ZKL_EV_LEASES, slotno)));
+	else
+		zkl_check_sent(slotno, zoo_aget_children(zkl_zh, dir, 0, zkl_strings_done,
+												 zkl_ctx(ZKL_EV_LEASES, slotno)));
+	pfree(dir);
+}
+
+/*
+ * A slot given up before its grant whose lease may exist unseen (its
+ * create's answer was lost, or a worker restart came between the create
+ * and its answer): sync, then list leases/ for one with our uuid; the
+ * answer (semaphore.c's, not wanted) deletes it with the mutex node.  An
+ * orphan lease would take a permit from every client, Curator's too, for
+ * as long as the session lives.
+ */
+static void
+zkl_find_lease(int slotno, zkl_slot *slot)
+{
+	char	   *dir = zkl_leases_dir(slot);
+
+	zkl_send_sync(slotno, dir);
+	pfree(dir);
+	zkl_list_leases(slotno, slot, false);
 }
 
 /*
@@ -548,7 +625,7 @@ zkl_lease_pending(const zkl_slot *slot)
 /*
  * Delete our node.  A semaphore request given up before its grant has a
  * lease too: it goes first, and the node's answer tells of both; a lease
- * that may exist unseen is looked for first (zkl_sem_find_lease), and one
+ * that may exist unseen is looked for first (zkl_find_lease), and one
  * without a mutex node is deleted alone.
  */
 void
@@ -563,7 +640,7 @@ zkl_send_delete(int slotno, zkl_slot *slot)
 	/* A lease that may exist unseen is looked for first. */
 	if (before_grant && slot->lease[0] == '\0' && zkl_works[slotno].lease_unsure)
 	{
-		zkl_hooks.find_lease(slotno, slot);
+		zkl_find_lease(slotno, slot);
 		return;
 	}
 	if (before_grant && slot->node[0] == '\0')
@@ -576,7 +653,7 @@ zkl_send_delete(int slotno, zkl_slot *slot)
 			zkl_free_slot(slotno);
 			return;
 		}
-		lease = zkl_hooks.lease_path(slot);
+		lease = zkl_lease_path(slot);
 		zkl_works[slotno].phase = ZKL_PH_DELETING;
 		zkl_check_sent(slotno, zoo_adelete(zkl_zh, lease, -1, zkl_void_done,
 										   zkl_ctx(ZKL_EV_DELETED, slotno)));
@@ -586,7 +663,7 @@ zkl_send_delete(int slotno, zkl_slot *slot)
 	path = zkl_child_path(slot, slot->node);
 	if (slot->permits > 0 && slot->lease[0] != '\0')
 	{
-		char	   *lease = zkl_hooks.lease_path(slot);
+		char	   *lease = zkl_lease_path(slot);
 
 		zkl_check_sent(slotno, zoo_adelete(zkl_zh, lease, -1, zkl_void_done,
 										   zkl_ctx(ZKL_EV_IGNORE, slotno)));

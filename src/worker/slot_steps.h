@@ -3,7 +3,8 @@
  * slot_steps.h
  *		Each slot's work in the worker and the steps every recipe takes
  *		with it (slot_steps.c); the types by which the recipes above hand
- *		their handlers down (zkl_step_hooks, zkl_event_route).
+ *		their handlers down (zkl_event_route) and the pass's multi plugs
+ *		its sends in (zkl_step_hooks).
  *
  *-------------------------------------------------------------------------
  */
@@ -12,6 +13,7 @@
 
 #include "utils/hsearch.h"
 
+#include "shared/shmem.h"
 #include "worker/zk_events.h"
 
 /* Where the worker is with one slot; private to the worker. */
@@ -77,7 +79,15 @@ typedef struct zkl_work
 	char	  **held_behind;
 	char		mapped_node[ZKL_MAX_NODE_LEN];	/* our node in slot_steps.c's
 												 * map */
-	struct zkl_inspection *inspection;	/* ZKL_PH_INSPECTING only */
+	struct zkl_inspection *inspection;	/* ZKL_PH_INSPECTING only, in cxt */
+
+	/*
+	 * What the work keeps beyond a pass ("zklock slot work", a child of
+	 * TopMemoryContext, made by zkl_work_context when first asked for):
+	 * deleted, all of it at once, when the work ends (zkl_end_work).  NULL
+	 * while there is none.
+	 */
+	MemoryContext cxt;
 } zkl_work;
 
 extern zkl_work *zkl_works;
@@ -101,28 +111,20 @@ extern int *zkl_pending;
 extern int	zkl_npending;
 
 /*
- * What a step must ask of the recipes above it, filled by dispatch.c
- * (zkl_recipe_init) with their functions: slot_steps.c names none of them.
+ * How a contender's create, a node's delete and a listing's news of its
+ * directory reach the pass's multi (write_batch.c, which fills these in
+ * zkl_batch_init).  Two ways send a write, each honest: alone and at once,
+ * which is what a step does when a hook is NULL or declines (false), and
+ * in one multi with the others ready in the same pass, which the batch
+ * gathers and sends after the pass.  The batch sends alone again, through
+ * the recipe, whatever a multi cannot carry, so it stands above the
+ * recipe; these pointers are where it plugs in below.
  */
 typedef struct zkl_step_hooks
 {
-	/* a semaphore's mutex is ours: go on to the lease (semaphore.c) */
-	void		(*mutex_held) (int slotno, zkl_slot *slot, bool wanted);
-	/* the path of a semaphore's lease, palloc'd (semaphore.c) */
-	char	   *(*lease_path) (const zkl_slot *slot);
-
-	/*
-	 * look for a lease of a slot given up; its answer deletes again
-	 * (semaphore.c)
-	 */
-	void		(*find_lease) (int slotno, zkl_slot *slot);
-	/* free what zk_lock_contenders read so far (inspect.c) */
-	void		(*inspection_free) (zkl_work *work);
-	/* a contender's create or a node's delete, kept for the pass's multi */
-	/* (write_batch.c; NULL, or false: sent at once, alone) */
 	bool		(*take_create) (int slotno, zkl_slot *slot, const char *prefix);
 	bool		(*take_delete) (int slotno, zkl_slot *slot, const char *path);
-	/* a listing's Stat of a lock directory: its data (write_batch.c) */
+	/* a listing's Stat of a lock directory: its data */
 	void		(*note_dir) (const char *dir, int32 version, int32 data_len);
 } zkl_step_hooks;
 
@@ -148,6 +150,7 @@ typedef struct zkl_event_route
 } zkl_event_route;
 
 extern void zkl_steps_init(void);
+extern MemoryContext zkl_work_context(zkl_work *work);
 extern const void *zkl_ctx(zkl_event_kind kind, int slotno);
 extern void zkl_mark_pending(int slotno);
 extern bool zkl_work_pending(void);
@@ -163,6 +166,9 @@ extern bool zkl_owns_node(const zkl_slot *slot);
 extern void zkl_fail_slot(int slotno, int rc);
 extern bool zkl_mark_lost(int slotno, const char *cause);
 extern bool zkl_lease_pending(const zkl_slot *slot);
+extern char *zkl_leases_dir(const zkl_slot *slot);
+extern char *zkl_lease_path(const zkl_slot *slot);
+extern void zkl_list_leases(int slotno, zkl_slot *slot, bool watch);
 extern void zkl_take_away(int slotno, zkl_slot *slot, zkl_take_reason reason);
 extern void zkl_revocation_asked(int slotno, zkl_slot *slot);
 extern void zkl_watch_own_node(int slotno, zkl_slot *slot);

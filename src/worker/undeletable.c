@@ -179,7 +179,7 @@ zkl_dir_acl_read(const char *dir, const zkl_event *ev)
 	zkl_dir_note(dir, verdict, 0);
 	if (verdict == ZKL_DIR_DELETE_UNSURE)
 		ereport(LOG,
-				(errmsg("zklock: only ACL entries it cannot evaluate grant DELETE in lock directory \"%s\"", dir),
+				(errmsg("only ACL entries it cannot evaluate grant DELETE in lock directory \"%s\"", dir),
 				 errdetail("Releases there wait for the delete of their node, and report it if it is refused.")));
 	return verdict;
 }
@@ -207,13 +207,13 @@ zkl_delete_refused(const zkl_slot *slot, int rc)
 	if (rc != ZNOAUTH)
 	{
 		ereport(LOG,
-				(errmsg("zklock could not delete ZooKeeper node \"%s/%s\": %s",
+				(errmsg("could not delete ZooKeeper node \"%s/%s\": %s",
 						slot->dir, slot->node, zerror(rc))));
 		return;
 	}
 	ereport(WARNING,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("zklock could not delete ZooKeeper node \"%s/%s\": %s",
+			 errmsg("could not delete ZooKeeper node \"%s/%s\": %s",
 					slot->dir, slot->node, zerror(rc)),
 			 errdetail("The lock directory's ACL does not let this cluster's session delete its children: the node stays until the session ends or a later attempt deletes it, and new requests in that directory are refused meanwhile."),
 			 errhint("Grant DELETE on the lock directory to zklock's identity (zklock.auth), or to anyone, as zklock's own directories do.")));

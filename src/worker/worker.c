@@ -16,9 +16,6 @@
  */
 #include "postgres.h"
 
-#include <ctype.h>
-#include <signal.h>
-
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -26,7 +23,6 @@
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
-#include "storage/proc.h"
 #include "storage/procsignal.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -35,6 +31,7 @@
 #include "pg_compat.h"
 #include "rules/clock.h"
 #include "rules/heartbeat.h"
+#include "shared/wait_events.h"
 #include "worker/dispatch.h"
 #include "worker/lock_recipe.h"
 #include "worker/session.h"
@@ -61,28 +58,6 @@ static int64 zkl_last_hold_watch = 0;
 #define ZKL_LOG_KINDS		16
 #define ZKL_LOG_WINDOW_MS	60000
 #define ZKL_LOG_BUDGET		20
-
-/*
- * The shortest heartbeat interval, whatever timeout ZooKeeper negotiated: a
- * ping every 100 ms is already more than a session needs to stay proven.
- */
-#define ZKL_HEARTBEAT_MIN_MS	100
-
-/*
- * While requests wait for a slot of the ZooKeeper client's queue (or for a
- * refused call's retry), the loop looks at them again this often.
- */
-#define ZKL_WORK_RETRY_MS	100
-
-/*
- * At shutdown the worker lets the releases under way finish for this long
- * before it closes the session (whose end deletes its nodes anyway): long
- * enough for a few round trips, short of PostgreSQL's own shutdown waits.
- */
-#define ZKL_SHUTDOWN_GRACE_MS	3000
-
-/* The loop waits on its latch, the postmaster's death and the event fd. */
-#define ZKL_WAIT_EVENTS		3
 
 static struct
 {
@@ -125,7 +100,7 @@ zkl_log_library_line(const char *line)
 	{
 		if (zkl_log_window_dropped > 0)
 			ereport(LOG,
-					(errmsg("zklock: %d more lines of the ZooKeeper client library were not logged in the last minute",
+					(errmsg("%d more lines of the ZooKeeper client library were not logged in the last minute",
 							zkl_log_window_dropped)));
 		zkl_log_window_start = now;
 		zkl_log_window_lines = 0;
@@ -156,11 +131,11 @@ zkl_log_library_line(const char *line)
 
 	if (hit >= 0 && zkl_log_kinds[hit].suppressed > 0)
 		ereport(LOG,
-				(errmsg("zklock: ZooKeeper client: %s", clean),
+				(errmsg("ZooKeeper client: %s", clean),
 				 errdetail("Similar messages were seen %d more times in the last minute.",
 						   zkl_log_kinds[hit].suppressed)));
 	else
-		ereport(LOG, (errmsg("zklock: ZooKeeper client: %s", clean)));
+		ereport(LOG, (errmsg("ZooKeeper client: %s", clean)));
 	if (hit < 0)
 	{
 		hit = oldest;
@@ -227,11 +202,25 @@ zkl_take_requests(void)
 	LWLockRelease(zkl_shared->lock);
 }
 
-/* Milliseconds between heartbeats: a sixth of the negotiated timeout. */
+/*
+ * Heartbeats come every sixth of the negotiated session timeout: a proof
+ * holds for a third of it after its beat left (clock.h), so with beats
+ * twice as often one slow answer does not leave a commit without proof.
+ * And never more often than every ZKL_MIN_HEARTBEAT_MS: ZooKeeper's
+ * smallest session timeout is two ticks (4 seconds at its default
+ * tickTime), whose sixth is far above it; the floor only keeps a server
+ * set to a tiny tickTime from getting a sync, a round trip through the
+ * leader, every few milliseconds.
+ */
+#define ZKL_HEARTBEATS_PER_TIMEOUT	6
+#define ZKL_MIN_HEARTBEAT_MS	100
+
+/* Milliseconds between heartbeats. */
 static int
 zkl_heartbeat_interval(void)
 {
-	return Max(zkl_shared->negotiated_timeout / 6, ZKL_HEARTBEAT_MIN_MS);
+	return Max(zkl_shared->negotiated_timeout / ZKL_HEARTBEATS_PER_TIMEOUT,
+			   ZKL_MIN_HEARTBEAT_MS);
 }
 
 /* Slots of exited backends are looked for at most this often. */
@@ -289,7 +278,7 @@ zkl_heartbeat(void)
 		zkl_heartbeat_sent_wall = GetCurrentTimestamp();
 	else if (first_refusal)
 		ereport(LOG,
-				(errmsg("zklock could not send a heartbeat to ZooKeeper: %s", zerror(rc)),
+				(errmsg("could not send a heartbeat to ZooKeeper: %s", zerror(rc)),
 				 errdetail("It is sent again every %d ms until the library takes it.", ZKL_BEAT_RETRY_MS)));
 }
 
@@ -332,6 +321,14 @@ zkl_slots_in_use(void)
 }
 
 /*
+ * A request the library refused at once (ZINVALIDSTATE and its kin while
+ * the connection is down: slot_steps.c) goes again this long after: soon
+ * enough that its backend hardly notices, seldom enough not to spin while
+ * the library reconnects.  As a refused heartbeat (ZKL_BEAT_RETRY_MS).
+ */
+#define ZKL_PENDING_RETRY_MS	100
+
+/*
  * How long the worker may sleep: until the next thing it must do by the
  * clock (open a session, send a heartbeat, give up waiting for releases at
  * shutdown, retry a request the library would not take), or for ever (-1)
@@ -365,7 +362,7 @@ zkl_sleep_time(int64 shutdown_deadline)
 		next = shutdown_deadline;
 	if (connected && zkl_work_pending())
 	{
-		int64		retry = zkl_after_ms(now, ZKL_WORK_RETRY_MS);
+		int64		retry = zkl_after_ms(now, ZKL_PENDING_RETRY_MS);
 
 		if (next == 0 || retry < next)
 			next = retry;
@@ -406,11 +403,11 @@ zkl_handle_interrupts(void)
 		{
 			if (zkl_shared->session_id != 0)
 				ereport(LOG,
-						(errmsg("zklock moves to ZooKeeper servers %s; its worker restarts to reattach to session 0x%llx there",
+						(errmsg("moving to ZooKeeper servers %s; the worker restarts to reattach to session 0x%llx there",
 								zkl_hosts, (unsigned long long) zkl_shared->session_id)));
 			else
 				ereport(LOG,
-						(errmsg("zklock moves to ZooKeeper servers %s; its worker restarts to connect there",
+						(errmsg("moving to ZooKeeper servers %s; the worker restarts to connect there",
 								zkl_hosts)));
 			proc_exit(1);
 		}
@@ -445,11 +442,11 @@ zkl_worker_exit_session(void)
 	if (zkl_slots_in_use() > 0 && zkl_zh != NULL)
 	{
 		ereport(LOG,
-				(errmsg("zklock worker exiting with locks in use; the next worker reattaches to ZooKeeper session 0x%llx",
+				(errmsg("exiting with locks in use; the next worker reattaches to ZooKeeper session 0x%llx",
 						(unsigned long long) zkl_shared->session_id)));
 		proc_exit(1);
 	}
-	ereport(LOG, (errmsg("zklock worker shutting down; closing ZooKeeper session")));
+	ereport(LOG, (errmsg("shutting down; closing the ZooKeeper session")));
 	zkl_close_session();
 	zkl_session_file_remove();
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
@@ -458,6 +455,13 @@ zkl_worker_exit_session(void)
 	LWLockRelease(zkl_shared->lock);
 	proc_exit(1);
 }
+
+/*
+ * The worker sleeps on three things: its latch (a backend's request, a
+ * signal), the postmaster's death, and the eventfd that libzookeeper's
+ * callbacks write (zk_events.c).
+ */
+#define ZKL_WORKER_WAIT_EVENTS	3
 
 /*
  * The worker's start: signals, its entry in pg_stat_activity, the event
@@ -509,12 +513,21 @@ zkl_worker_start(void)
 	/* Slots left by an earlier worker go on in the session it recorded. */
 	zkl_adopt_slots();
 
-	wes = zkl_process_wait_event_set(ZKL_WAIT_EVENTS);
+	wes = zkl_process_wait_event_set(ZKL_WORKER_WAIT_EVENTS);
 	AddWaitEventToSet(wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 	AddWaitEventToSet(wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
 	AddWaitEventToSet(wes, WL_SOCKET_READABLE, event_fd, NULL, NULL);
 	return wes;
 }
+
+/*
+ * How long a shutting down worker waits for the backends' releases: a
+ * release is one round trip, so three seconds cover a slow ZooKeeper, and
+ * stay well within pg_ctl's wait for a shutdown (60 seconds by default);
+ * what is not released by then goes with the session, which the worker
+ * closes.
+ */
+#define ZKL_SHUTDOWN_GRACE_MS	3000
 
 /*
  * On SIGTERM, let the backends' releases reach ZooKeeper first (a server
@@ -553,7 +566,7 @@ zkl_worker_main(Datum arg)
 	 */
 	for (;;)
 	{
-		WaitEvent	events[ZKL_WAIT_EVENTS];
+		WaitEvent	events[ZKL_WORKER_WAIT_EVENTS];
 		MemoryContext old;
 
 		zkl_handle_interrupts();

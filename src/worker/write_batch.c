@@ -665,11 +665,11 @@ zkl_batch_answered(zkl_event *ev)
 			}
 			if (ev->dir_stale)
 				ereport(DEBUG1,
-						(errmsg_internal("zklock: the data of lock directory \"%s\" changed since it was read; its creates go alone until it is listed again",
+						(errmsg_internal("the data of lock directory \"%s\" changed since it was read; its creates go alone until it is listed again",
 										 zkl_shared->slots[op.slotno].dir)));
 			if (ev->state != ZOK && ev->state != ZRUNTIMEINCONSISTENCY)
 				ereport(DEBUG1,
-						(errmsg_internal("zklock: a multi failed as a whole (%s on lock \"%s\"); each of its operations goes again alone",
+						(errmsg_internal("a multi failed as a whole (%s on lock \"%s\"); each of its operations goes again alone",
 										 zerror(ev->state), zkl_shared->slots[ev->slotno].name)));
 			zkl_wb_send_alone(op.kind, op.slotno);
 			return;

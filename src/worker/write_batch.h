@@ -3,7 +3,8 @@
  * write_batch.h
  *		The worker's coalesced writes (write_batch.c): the pass's batch,
  *		opened and sent by worker.c's loop, and a multi's answers.  The
- *		steps reach it through zkl_hooks (slot_steps.h), never by name.
+ *		steps reach it through zkl_hooks (slot_steps.h), the other way a
+ *		write travels besides alone.
  *
  *-------------------------------------------------------------------------
  */

@@ -20,6 +20,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "rules/lock_rule.h"
 #include "worker/zk_events.h"
 
 /* The session's handle: worker.c opens it, the recipes send on it. */
@@ -31,12 +32,39 @@ static zkl_event *zkl_events_head = NULL;
 static zkl_event *zkl_events_tail = NULL;
 static int	zkl_event_fd = -1;
 
+/*
+ * A request's callback context is the one pointer libzookeeper hands back:
+ * it carries, with nothing allocated per request, the slot (the low 24
+ * bits), the kind of event its answer is (the next 8) and the slot's work
+ * generation (the high 32).  24 bits number every slot: zklock.max_locks
+ * is at most 1,000,000 and the reserve ZKL_RESERVE_PER_BACKEND (4) for
+ * each of at most 2^18 backends, 2,048,576 in all; the kinds are a few.
+ * Pointers are 64 bits wide on every platform zklock builds on.
+ */
+#define ZKL_CTX_SLOT_BITS	24
+#define ZKL_CTX_KIND_BITS	8
+#define ZKL_CTX_OPGEN_SHIFT	32
+
+StaticAssertDecl(sizeof(uintptr_t) >= sizeof(uint64),
+				 "a callback context holds 64 bits");
+StaticAssertDecl(ZKL_CTX_SLOT_BITS + ZKL_CTX_KIND_BITS <= ZKL_CTX_OPGEN_SHIFT,
+				 "the fields of a callback context do not overlap");
+
+/* The callback context of a request of slot slotno, in work opgen (any thread). */
+const void *
+zkl_request_ctx(zkl_event_kind kind, int slotno, uint32 opgen)
+{
+	uint64		ctx = ((uint64) opgen << ZKL_CTX_OPGEN_SHIFT) |
+	((uint64) kind << ZKL_CTX_SLOT_BITS) | (uint64) slotno;
+
+	return (const void *) (uintptr_t) ctx;
+}
+
 /* ---- libzookeeper threads: malloc, the mutex and write(2) only ---- */
 
-
 /*
- * Queue an event for the main thread and wake it.  Also write_batch.c's
- * multi completion (any thread).
+ * Queue an event for the main thread and wake it.  Any thread: the
+ * callbacks below, and write_batch.c's multi completion.
  */
 void
 zkl_event_post(zkl_event *ev)
@@ -54,10 +82,7 @@ zkl_event_post(zkl_event *ev)
 	rc = write(zkl_event_fd, &one, sizeof(one));
 }
 
-/*
- * An event for the request whose context (zkl_request_ctx) is data.  Also
- * write_batch.c's.
- */
+/* A new event of the request whose callback context is data (any thread). */
 zkl_event  *
 zkl_event_new(const void *data, int rc)
 {
@@ -66,9 +91,10 @@ zkl_event_new(const void *data, int rc)
 
 	if (ev == NULL)
 		abort();				/* nothing sane is possible on this thread */
-	ev->slotno = (int) (ctx & 0xFFFFFF);
-	ev->kind = (zkl_event_kind) ((ctx >> 24) & 0xFF);
-	ev->opgen = (uint32) (ctx >> 32);
+	ev->slotno = (int) (ctx & ((UINT64CONST(1) << ZKL_CTX_SLOT_BITS) - 1));
+	ev->kind = (zkl_event_kind) ((ctx >> ZKL_CTX_SLOT_BITS) &
+								 ((UINT64CONST(1) << ZKL_CTX_KIND_BITS) - 1));
+	ev->opgen = (uint32) (ctx >> ZKL_CTX_OPGEN_SHIFT);
 	ev->rc = rc;
 	return ev;
 }
@@ -250,8 +276,7 @@ zkl_session_watcher(zhandle_t *zh, int type, int state, const char *path, void *
 
 	if (type != ZOO_SESSION_EVENT)
 		return;
-	ev = zkl_event_new((const void *) (uintptr_t) ZKL_EV_SESSION, ZOK);
-	ev->kind = ZKL_EV_SESSION;
+	ev = zkl_event_new(zkl_request_ctx(ZKL_EV_SESSION, 0, 0), ZOK);
 	ev->state = state;
 	zkl_event_post(ev);
 }
@@ -318,13 +343,4 @@ zkl_events_take(void)
 	zkl_events_head = zkl_events_tail = NULL;
 	pthread_mutex_unlock(&zkl_events_mutex);
 	return ev;
-}
-
-/* The callback context of a request of slot slotno, in work opgen. */
-const void *
-zkl_request_ctx(zkl_event_kind kind, int slotno, uint32 opgen)
-{
-	uint64		ctx = ((uint64) opgen << 32) | ((uint64) kind << 24) | (uint64) slotno;
-
-	return (const void *) (uintptr_t) ctx;
 }

@@ -13,8 +13,6 @@
 
 #include <zookeeper/zookeeper.h>
 
-#include "shared/shmem.h"
-
 /* What a completion or watch reports; packed into the callback context. */
 typedef enum zkl_event_kind
 {

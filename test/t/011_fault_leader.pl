@@ -103,7 +103,7 @@ check_invariants($res);
 # A follower that loses its leader drops its clients too: every cluster
 # should have been cut off, whichever server it was connected to.
 my @cut = map {
-	my $n = () = slurp_file($_->logfile) =~ /zklock lost its connection to ZooKeeper/g;
+	my $n = () = slurp_file($_->logfile) =~ /lost the connection to ZooKeeper/g;
 	$n ? $_->name : ()
 } @nodes;
 ok(@cut >= 1, 'the failover reached the clusters (lost connection in: ' . join(', ', @cut) . ')');

@@ -161,7 +161,7 @@ cmp_ok($t_end // 0, '>', $t_restart,
 		  . 'restart began after %.1f s, all servers served after %.1f s)',
 		($t_end // 0) - $t_commit, $t_restart - $t_commit, $t_back - $t_commit));
 is(committed($d, 'd-short-outage'), '1', 'phase 1: the row is committed');
-my ($waited_ms) = slurp_file($d->logfile) =~ /zklock: commit waited (\d+) ms for the ZooKeeper session to be confirmed/;
+my ($waited_ms) = slurp_file($d->logfile) =~ /commit waited (\d+) ms for the ZooKeeper session to be confirmed/;
 ok(defined $waited_ms, 'phase 1: the commit that waited is logged');
 cmp_ok($waited_ms // 0, '>=', ($t_restart - $t_commit) * 1000 - 200,
 	'phase 1: the logged wait covers the outage (' . ($waited_ms // 'none') . ' ms)');
@@ -223,7 +223,7 @@ note sprintf('outage of servers 2 and 3: %.1f s', $t_quorum - $t_stop);
 is(lock_state($a, $h2_pid, 'L2'), 'lost', 'phase 2: A declared L2 lost during the outage');
 wait_until(sub { zk_status_of($a)->{state} eq 'connected' }, 20, 'A reconnects to servers 2 and 3');
 isnt(zk_status_of($a)->{session_id}, $a_before->{session_id}, 'phase 2: A has a new ZooKeeper session after giving the old one up');
-like(slurp_file($a->logfile), qr/zklock closed ZooKeeper session \Q$a_before->{session_id}\E of its own that it gave up/,
+like(slurp_file($a->logfile), qr/closed ZooKeeper session \Q$a_before->{session_id}\E of its own that it gave up/,
 	'phase 2: A closed the session it gave up once ZooKeeper was back');
 
 # L1: the failed COMMIT rolled back; its node goes and B's waiter is granted.
@@ -255,7 +255,7 @@ note('C\'s own view of L3 while cut off (it cannot know of the expiry yet): ' . 
 zk_start_one($zk, 1);
 wait_until(sub { lock_state($c, $h3_pid, 'L3') eq 'lost' }, 20, 'L3 turns lost in C');
 is(lock_state($c, $h3_pid, 'L3'), 'lost', 'phase 2: C shows L3 lost once it hears its session expired');
-like(slurp_file($c->logfile), qr/zklock: backend $h3_pid lost ZooKeeper lock "L3": /,
+like(slurp_file($c->logfile), qr/backend $h3_pid lost ZooKeeper lock "L3": /,
 	'phase 2: C\'s log names the backend and the lost lock');
 wait_until(sub { zk_status_of($c)->{state} eq 'connected' }, 20, 'C opens a new session');
 isnt(zk_status_of($c)->{session_id}, $c_before->{session_id}, 'phase 2: C has a new ZooKeeper session');

@@ -121,9 +121,9 @@ my $t_back = time;
 my $after = zk_status_of($a);
 is($after->{session_id}, $before->{session_id}, '(1) the new worker reattached to the same ZooKeeper session');
 my $log = slurp_file($a->logfile, $log_offset);
-like($log, qr/zklock worker exiting with locks in use; the next worker reattaches to ZooKeeper session \Q$before->{session_id}\E/,
+like($log, qr/exiting with locks in use; the next worker reattaches to ZooKeeper session \Q$before->{session_id}\E/,
 	'(1) the old worker logged that it kept the session');
-like($log, qr/zklock reattaching to ZooKeeper session \Q$before->{session_id}\E/,
+like($log, qr/reattaching to ZooKeeper session \Q$before->{session_id}\E/,
 	'(1) the new worker logged the reattach');
 unlike($log, qr/previous server incarnation/, '(1) no crash restart took place');
 
@@ -227,7 +227,7 @@ wait_until(sub { zk_status_of($a)->{state} eq 'connected' }, 15, 'A\'s new worke
 $log = slurp_file($a->logfile, $log_offset);
 like($log, qr/all server processes terminated; reinitializing/,
 	'(2) the postmaster did a crash restart');
-like($log, qr/zklock closed ZooKeeper session \Q$old_session\E of the previous server incarnation/,
+like($log, qr/closed ZooKeeper session \Q$old_session\E of the previous server incarnation/,
 	'(2) the log says the previous session was closed');
 my $new_session = zk_status_of($a)->{session_id};
 isnt($new_session, $old_session, "(2) A runs a new ZooKeeper session ($new_session)");

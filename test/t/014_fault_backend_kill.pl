@@ -94,7 +94,7 @@ wait_until(sub { $a->safe_psql('postgres', 'SELECT state FROM zk_status()') eq '
 my $log = slurp_file($a->logfile, $log_offset);
 like($log, qr/(?:server process|client backend) \(PID $victim_pid\) was terminated by signal 9/, 'the postmaster saw the backend die');
 like($log, qr/all server processes terminated; reinitializing/, 'A did a crash restart');
-like($log, qr/zklock closed ZooKeeper session \Q$old_session\E of the previous server incarnation/,
+like($log, qr/closed ZooKeeper session \Q$old_session\E of the previous server incarnation/,
 	'the new worker closed the previous incarnation\'s session');
 isnt($a->safe_psql('postgres', 'SELECT session_id FROM zk_status()'), $old_session, 'A runs a new ZooKeeper session');
 is($a->safe_psql('postgres', 'SELECT count(*) FROM zk_locks'), '0', 'A has no lock entry after the crash restart');

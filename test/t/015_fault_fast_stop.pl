@@ -100,7 +100,7 @@ for my $name (qw(L L2))
 }
 
 my $log = slurp_file($a->logfile, $log_offset);
-like($log, qr/zklock worker shutting down; closing ZooKeeper session/, 'A\'s worker closed its session at shutdown');
+like($log, qr/shutting down; closing the ZooKeeper session/, 'A\'s worker closed its session at shutdown');
 ok(!-e $a->data_dir . '/zklock.session', 'the clean shutdown removed zklock.session');
 
 eval { $_->quit; 1 } for ($s1, $s2, $s3);

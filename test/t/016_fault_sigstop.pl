@@ -122,10 +122,10 @@ note(sprintf("B was granted $_ %.1f s into the %.1f s freeze", ($granted_at{$_} 
 wait_until(sub { lock_state($a, $h2_pid, 'L2') eq 'lost' }, 15, 'L2 turns lost in A');
 is(lock_state($a, $h2_pid, 'L2'), 'lost', 'H2: zk_locks shows L2 lost after the thaw');
 my $log = slurp_file($a->logfile, $log_offset);
-like($log, qr/zklock ZooKeeper session \Q$old_session\E ended: expired|zklock gives up ZooKeeper session \Q$old_session\E: nothing has proven it alive/,
+like($log, qr/ZooKeeper session \Q$old_session\E ended: expired|giving up ZooKeeper session \Q$old_session\E: nothing has proven it alive/,
 	'the worker logs its session expired, or given up at once');
-like($log, qr/zklock: backend $h2_pid lost ZooKeeper lock "L2": /, 'the log names H2 and L2');
-like($log, qr/zklock: backend $h3_pid lost ZooKeeper lock "L3": /, 'the log names H3 and L3');
+like($log, qr/backend $h2_pid lost ZooKeeper lock "L2": /, 'the log names H2 and L2');
+like($log, qr/backend $h3_pid lost ZooKeeper lock "L3": /, 'the log names H3 and L3');
 isnt(lock_state($a, $h1_pid, 'L1'), 'held', 'H1: A does not show L1 held after the thaw');
 
 # H3: its running statement was cancelled (zklock.on_lock_lost = cancel),

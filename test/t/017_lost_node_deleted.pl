@@ -52,7 +52,7 @@ ok(zk_delete($zk, $znode), '(1) an operator deletes H\'s node');
 wait_until(sub { lock_state($a, $h_pid, 'L') eq 'lost' }, 10, 'L turns lost');
 is(lock_state($a, $h_pid, 'L'), 'lost', '(1) zk_locks shows L lost');
 wait_until(sub { slurp_file($a->logfile, $log_offset) =~ /lost ZooKeeper lock/ }, 5, 'the loss is logged');
-like(slurp_file($a->logfile, $log_offset), qr/zklock: backend $h_pid lost ZooKeeper lock "L": its node was deleted/,
+like(slurp_file($a->logfile, $log_offset), qr/backend $h_pid lost ZooKeeper lock "L": its node was deleted/,
 	'(1) the log names the pid, the lock and the cause');
 is(zk_status_of($a)->{lost}, $before->{lost} + 1, '(1) zk_status counts one lost lock');
 is($h->query_safe("SELECT zk_lock_check('L')"), 'f', '(1) zk_lock_check(L) is false');

@@ -248,7 +248,7 @@ fault('(3) holding backend SIGKILL', sub {
 	my $log = slurp_file($b->logfile, $off);
 	like($log, qr/(?:server process|client backend) \(PID $pid\) was terminated by signal 9/, '(3) b\'s postmaster saw the backend die');
 	like($log, qr/all server processes terminated; reinitializing/, '(3) b did a crash restart');
-	like($log, qr/zklock closed ZooKeeper session \Q$s1\E of the previous server incarnation/,
+	like($log, qr/closed ZooKeeper session \Q$s1\E of the previous server incarnation/,
 		'(3) b\'s new worker closed the previous incarnation\'s session');
 	return ($t0, $t1, sprintf('b accepted connections %.1f s after the kill, its worker was connected after %.1f s',
 		$t_up - $t0, $t1 - $t0));
@@ -264,7 +264,7 @@ fault('(4) fast stop', sub {
 	my $t0 = time;
 	$stopped->stop('fast');
 	my $t_down = time;
-	like(slurp_file($stopped->logfile, $off), qr/zklock worker shutting down; closing ZooKeeper session/,
+	like(slurp_file($stopped->logfile, $off), qr/shutting down; closing the ZooKeeper session/,
 		"(4) $name\'s worker closed its session at shutdown");
 	$stopped->start;
 	wait_until(sub { connected($stopped) }, 30, "$name connected after its restart");

@@ -45,7 +45,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Time::HiRes qw(time);
 
-my $IGNORES = qr/zklock ignores the ZooKeeper session recorded in "zklock\.session"/;
+my $IGNORES = qr/ignoring the ZooKeeper session recorded in "zklock\.session"/;
 my $CLOSED = qr/closed ZooKeeper session/;
 
 # Nodes this file builds from copies are not known to ZklockTest, whose END
@@ -330,7 +330,7 @@ ok(-s $f->data_dir . '/zklock.session', 'the immediate stop left zklock.session 
 $f->start;
 wait_connected($f, 'the restarted F');
 my $f_log = slurp_file($f->logfile, $f_log_offset);
-like($f_log, qr/zklock closed ZooKeeper session \Q$f_session\E of the previous server incarnation/,
+like($f_log, qr/closed ZooKeeper session \Q$f_session\E of the previous server incarnation/,
 	"the restarted F's worker closed the previous incarnation's session $f_session");
 unlike($f_log, $IGNORES, 'the restarted F did not ignore its own zklock.session');
 ok(!defined zk_stat($zk, $f_hold->{znode}),

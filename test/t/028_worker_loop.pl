@@ -8,7 +8,7 @@
 #      thread's; the library's threads are other tasks).  A 100 ms tick
 #      would make 60 or more.
 #  (2) ZooKeeper stopped for about 20 s while the cluster runs: the library's
-#      complaints reach the log as "zklock: ZooKeeper client: ..." lines, at
+#      complaints reach the log as "ZooKeeper client: ..." lines, at
 #      least one and at most 10 in the outage, although the library retries
 #      the connection many times (the figure, from the write calls of the
 #      library's threads, each message being one, is printed).  Afterwards
@@ -20,7 +20,7 @@
 #      at most every 10 s, at a periodic heartbeat: every second with
 #      zklock.session_timeout = 6s) the worker gives the slot up: no zk_locks
 #      row for the pid, slots_used 0, no node left in ZooKeeper, another
-#      cluster takes the lock, and the log says "zklock gave up 1 lock slots
+#      cluster takes the lock, and the log says "gave up 1 lock slots
 #      ...".  Skipped when this machine does not allow ptrace.
 #  (4) A commit that must wait for fresh proof is woken by the answer: with
 #      the worker frozen (SIGSTOP, shorter than the session timeout) until
@@ -29,7 +29,7 @@
 #      Extension/Extension before PostgreSQL 17), it
 #      makes fewer than 20 voluntary context switches in 2 s of the wait
 #      (polling every 10 ms would make about 200), and after SIGCONT the
-#      commit succeeds and logs "zklock: commit waited N ms".
+#      commit succeeds and logs "commit waited N ms".
 use strict;
 use warnings FATAL => 'all';
 
@@ -165,7 +165,7 @@ SKIP:
 	$victim->quit;
 	wait_until(sub { !kill(0, $victim_pid) }, 30, "backend $victim_pid to exit");
 	my $t_gone = time;
-	my $gone_pid_re = qr/zklock gave up 1 lock slots of backends that exited without giving them back \(last pid $victim_pid\)/;
+	my $gone_pid_re = qr/gave up 1 lock slots of backends that exited without giving them back \(last pid $victim_pid\)/;
 
 	# The exit hook found no local table: the slot outlived its backend.
 	# (Should the reaper have been quicker than this look, its log line
@@ -275,8 +275,8 @@ my $t_done = time;
 unlike($err, qr/ERROR/, '(4) the COMMIT succeeds after the thaw') or diag("COMMIT: $err");
 is(committed($c, 'w'), '1', '(4) the row is committed');
 my $clog = slurp_file($c->logfile, $log_offset);
-my ($waited_ms) = $clog =~ /zklock: commit waited (\d+) ms for the ZooKeeper session to be confirmed/;
-ok(defined $waited_ms, '(4) the log says "zklock: commit waited N ms"') or diag("C's log:\n$clog");
+my ($waited_ms) = $clog =~ /commit waited (\d+) ms for the ZooKeeper session to be confirmed/;
+ok(defined $waited_ms, '(4) the log says "commit waited N ms"') or diag("C's log:\n$clog");
 $h->quit;
 diag(sprintf('(4) worker frozen %.1f s; the COMMIT waited %s ms by its log (sent %.1f s before the thaw, '
 	  . 'returned within %.2f s after it); %d voluntary context switches of the waiting backend in %.1f s',
@@ -306,12 +306,12 @@ zk_start_all($zk);
 wait_until(sub { state_of($a) eq 'connected' }, 60, "A's worker reconnects once ZooKeeper is back");
 is(state_of($a), 'connected', '(2) A\'s worker is connected again after the outage');
 
-my @client_lines = grep { /zklock: ZooKeeper client:/ } split /\n/, $outage_log;
+my @client_lines = grep { /ZooKeeper client:/ } split /\n/, $outage_log;
 cmp_ok(scalar(@client_lines), '>=', 1, '(2) the library\'s messages reach the log during the outage');
 cmp_ok(scalar(@client_lines), '<=', $OUTAGE_MAX_LINES,
 	sprintf('(2) ... in at most %d lines over %.0f s (%d)', $OUTAGE_MAX_LINES, $outage, scalar(@client_lines)));
 my $messages = defined $w0 && defined $w1 ? $w1 - $w0 : undef;
-diag(sprintf('(2) ZooKeeper down %.1f s: %d "zklock: ZooKeeper client:" lines in the log; the library\'s threads '
+diag(sprintf('(2) ZooKeeper down %.1f s: %d "ZooKeeper client:" lines in the log; the library\'s threads '
 	  . 'handed the worker %s messages (write calls); the main thread woke %d times',
 	$outage, scalar(@client_lines), $messages // 'n/a', ($m1 // 0) - ($m0 // 0)));
 diag("(2) $_") for @client_lines;

@@ -26,7 +26,7 @@
 #      counter 0, A's zk_lock_try false, the release reports nothing).
 #  (2) The client library's lines are bounded even when they vary: cluster
 #      B, whose zklock.hosts lists 9 loopback ports where nothing listens,
-#      runs 30 s; its log has between 1 and 21 lines "zklock: ZooKeeper
+#      runs 30 s; its log has between 1 and 21 lines "ZooKeeper
 #      client:" and at most one "more lines of the ZooKeeper client library
 #      were not logged" line (one a minute).  Before the fix it logged about
 #      600 lines in 20 s.  The count is printed.
@@ -78,7 +78,7 @@ sub write_file
 }
 
 # Lines of the client library in a log excerpt.
-sub client_lines { return grep { /zklock: ZooKeeper client:/ } split /\n/, $_[0] }
+sub client_lines { return grep { /ZooKeeper client:/ } split /\n/, $_[0] }
 
 # Wait until a heartbeat of $node's worker is answered after now.
 sub wait_heartbeat
@@ -161,9 +161,9 @@ for my $bad (@BAD_HOSTS)
 	my @complaints = grep { !/Exceeded deadline by/ } @lines;
 	is(scalar(@complaints), 0, "$label: no line of the ZooKeeper client library (" . scalar(@lines) . ' in all)')
 	  or diag(join("\n", @lines));
-	unlike($log, qr/zklock moves to ZooKeeper servers/,
+	unlike($log, qr/moving to ZooKeeper servers/,
 		"$label: the worker did not try to switch servers");
-	diag(sprintf('%s: %d "zklock: ZooKeeper client:" lines in %.0f s; states seen: %s', $label, scalar(@lines),
+	diag(sprintf('%s: %d "ZooKeeper client:" lines in %.0f s; states seen: %s', $label, scalar(@lines),
 		time - $t_reload, join(', ', map { "$_ x$states{$_}" } sort keys %states)));
 }
 
@@ -339,12 +339,12 @@ my @b_lines = client_lines($b_log);
 my @b_more = grep { /more lines of the ZooKeeper client library were not logged/ } split /\n/, $b_log;
 cmp_ok(scalar(@b_lines), '>=', 1, '(2) the client library\'s complaints reach B\'s log');
 cmp_ok(scalar(@b_lines), '<=', $B_MAX_CLIENT_LINES,
-	sprintf('(2) B logged %d "zklock: ZooKeeper client:" lines in %.0f s (at most %d)',
+	sprintf('(2) B logged %d "ZooKeeper client:" lines in %.0f s (at most %d)',
 		scalar(@b_lines), $b_window, $B_MAX_CLIENT_LINES));
 cmp_ok(scalar(@b_more), '<=', 1 + int($b_window / 60),
 	sprintf('(2) ... and %d "more lines ... were not logged" lines (at most one a minute)', scalar(@b_more)));
 my %ports_named = map { $_ => 1 } grep { my $p = $_; grep { /:$p\b/ } @b_lines } @dead_ports;
-diag(sprintf('(2) B, 9 unreachable ports, %.0f s: %d "zklock: ZooKeeper client:" lines, %d "not logged" lines; '
+diag(sprintf('(2) B, 9 unreachable ports, %.0f s: %d "ZooKeeper client:" lines, %d "not logged" lines; '
 	  . '%d of the 9 ports named in them', $b_window, scalar(@b_lines), scalar(@b_more), scalar(keys %ports_named)));
 diag("(2) $_") for @b_lines, @b_more;
 
@@ -353,7 +353,7 @@ diag("(2) $_") for @b_lines, @b_more;
 $offset = -s $b->logfile;
 $b->append_conf('postgresql.conf', "zklock.hosts = '$zk->{connect}'\n");
 $b->reload;
-wait_until(sub { slurp_file($b->logfile, $offset) =~ /zklock moves to ZooKeeper servers/ }, 30,
+wait_until(sub { slurp_file($b->logfile, $offset) =~ /moving to ZooKeeper servers/ }, 30,
 	'B\'s worker to take the new servers');
 wait_until(sub { state_of($b) eq 'connected' }, 60, 'B to connect to the real servers');
 is(state_of($b), 'connected', '(3) B, reloaded onto the real servers, is connected');

@@ -68,7 +68,7 @@ is(revoke_from_b('ri'), '1', 'ignore: zk_lock_revoke from B asks the one holder 
 is(zk_get($zk, $ri_node), '__REVOKE__', "ignore: the holder's node carries Curator's revocation message");
 wait_until(sub { lock_state($a, $hi_pid, 'ri') eq 'revoke requested' }, 15, 'zk_locks to show the request');
 is(lock_state($a, $hi_pid, 'ri'), 'revoke requested', "ignore: zk_locks shows 'revoke requested'");
-like(a_log(), qr/zklock: backend $hi_pid was asked to give up ZooKeeper lock "ri"/, 'ignore: the log says the holder was asked');
+like(a_log(), qr/backend $hi_pid was asked to give up ZooKeeper lock "ri"/, 'ignore: the log says the holder was asked');
 is($hi->query_safe("SELECT zk_lock_check('ri')"), 't', 'ignore: the holder keeps the lock (zk_lock_check)');
 is(join(',', zk_ls($zk, '/zklock/ri')), zk_base($ri_node), 'ignore: its node stays');
 is($a->safe_psql('postgres', "SELECT zk_lock_try('ri')"), 'f', 'ignore: nobody else gets the lock');
@@ -95,9 +95,9 @@ for my $w ([ rc => $wc ], [ rs => $ws ])
 }
 # The worker logs the loss when its delete is answered, which may come
 # just after B's watch has fired.
-wait_until(sub { a_log() =~ /zklock: backend $hc_pid lost ZooKeeper lock "rc": it was revoked/ }, 10,
+wait_until(sub { a_log() =~ /backend $hc_pid lost ZooKeeper lock "rc": it was revoked/ }, 10,
 	'the loss of rc in the log');
-like(a_log(), qr/zklock: backend $hc_pid lost ZooKeeper lock "rc": it was revoked/, 'cancel: the log says rc was revoked');
+like(a_log(), qr/backend $hc_pid lost ZooKeeper lock "rc": it was revoked/, 'cancel: the log says rc was revoked');
 my ($st, $err) = bg_sqlstate($hc, 'COMMIT');
 is($st, 'ZK002', 'cancel: the transaction holder\'s COMMIT fails with ZK002');
 like($err, qr/ZooKeeper lock "rc" was lost.*asked to give it up/s, 'cancel: ... and says the lock was revoked');
@@ -159,9 +159,9 @@ my $rv_node = held_znode($a, $hv_pid, 'rv');
 like($rv_node, qr{^/zklock/rv/}, "zk_locks shows the holder's node ($rv_node)");
 is($curator->cmd("revoke $rv_node"), 'ok', "Curator's Revoker.attemptRevoke on the zklock holder's node");
 ok(peer_gets($curator, '/zklock/rv', 'mutex'), 'Curator takes the mutex once the zklock holder gave it up');
-wait_until(sub { a_log() =~ /zklock: backend $hv_pid lost ZooKeeper lock "rv": it was revoked/ }, 10,
+wait_until(sub { a_log() =~ /backend $hv_pid lost ZooKeeper lock "rv": it was revoked/ }, 10,
 	'the loss of rv in the log');
-like(a_log(), qr/zklock: backend $hv_pid lost ZooKeeper lock "rv": it was revoked/, 'the log says rv was revoked');
+like(a_log(), qr/backend $hv_pid lost ZooKeeper lock "rv": it was revoked/, 'the log says rv was revoked');
 ($st, $err) = bg_sqlstate($hv, 'COMMIT');
 is($st, 'ZK002', 'the zklock holder\'s COMMIT fails with ZK002');
 is(committed($a, 'rv'), '0', '... and its row is not committed');

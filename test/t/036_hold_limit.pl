@@ -82,7 +82,7 @@ is(join(',', zk_ls($zk, '/zklock/hx')), zk_base(held_znode($b, $wx->{pid}, 'hx')
 wait_until(sub { slurp_file($a->logfile, $log_offset) =~ /backend $x_pid lost ZooKeeper lock "hx"/ }, 10,
 	'the log line of X\'s loss');
 like(slurp_file($a->logfile, $log_offset),
-	qr/zklock: backend $x_pid lost ZooKeeper lock "hx": it was held longer than zklock.max_hold_time/,
+	qr/backend $x_pid lost ZooKeeper lock "hx": it was held longer than zklock.max_hold_time/,
 	'the log names X, hx and zklock.max_hold_time');
 
 # X's COMMIT is refused.
@@ -101,7 +101,7 @@ like($s_err, qr/57014: canceling statement due to user request/,
 	'S: the statement running past the limit is cancelled (on_lock_lost = cancel)');
 like($s_err, qr/ZK002: ZooKeeper lock "hs" was lost/, 'S: ... and the loss is reported (ZK002)');
 like(slurp_file($a->logfile, $log_offset),
-	qr/zklock: backend $s_pid lost ZooKeeper lock "hs": it was held longer than zklock.max_hold_time/,
+	qr/backend $s_pid lost ZooKeeper lock "hs": it was held longer than zklock.max_hold_time/,
 	'the log names S, hs and zklock.max_hold_time');
 is(bg_sqlstate($s, 'SELECT 1'), 'ok', 'S: the loss is not reported twice');
 wait_until(sub { !zk_ls($zk, '/zklock/hs') }, 10, 'the node of hs to go');

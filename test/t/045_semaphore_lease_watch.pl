@@ -65,7 +65,7 @@ is(bg_sqlstate($sb, 'COMMIT'), 'ok', 'B commits');
 # A learns of its loss.
 wait_until(sub { lock_state($na, $pid_a, 'sm') eq 'lost' }, 15, "A's hold to turn lost");
 is(lock_state($na, $pid_a, 'sm'), 'lost', "zk_locks shows A's hold lost");
-like(slurp_file($na->logfile, $log_offset), qr/zklock: backend $pid_a lost ZooKeeper lock "sm": its node was deleted/,
+like(slurp_file($na->logfile, $log_offset), qr/backend $pid_a lost ZooKeeper lock "sm": its node was deleted/,
 	"A's log says the lease was deleted");
 my ($st, $commit_err) = bg_sqlstate($sa, 'COMMIT');
 is($st, 'ZK002', "A's COMMIT fails with ZK002");

@@ -27,7 +27,7 @@ for my $call ("zk_lock_acquire('x')", "zk_lock_try('x')", "zk_lock_acquire_share
 	like($err, qr/bad arguments/, "$call: the error names the library's answer");
 }
 is(zk_status_of($a)->{slots_used}, '0', 'no slot stays in use');
-like(slurp_file($a->logfile), qr/zklock: the ZooKeeper client library refused a request of lock "x": bad arguments/,
+like(slurp_file($a->logfile), qr/the ZooKeeper client library refused a request of lock "x": bad arguments/,
 	'the worker logs the refusal');
 
 done_testing();

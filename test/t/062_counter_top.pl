@@ -98,7 +98,7 @@ for my $n ($a, $b)
 {
 	like(
 		slurp_file($n->logfile),
-		qr/WARNING: .*zklock: the child counter of lock directory "\Q$dir\E" is at 214748364\d of 2147483647/,
+		qr/WARNING: .*the child counter of lock directory "\Q$dir\E" is at 214748364\d of 2147483647/,
 		uc($n->name) . ": the worker warns of the counter, naming the directory");
 	cmp_ok(zk_status_of($n)->{near_top_listings}, '>', 0,
 		uc($n->name) . ': zk_status().near_top_listings counts the listings near the top');

@@ -59,7 +59,7 @@ use Test::More;
 use PostgreSQL::Test::Utils;
 use Time::HiRes qw(sleep);
 
-my $IGNORES = qr/zklock ignores the ZooKeeper session recorded in "zklock\.session"/;
+my $IGNORES = qr/ignoring the ZooKeeper session recorded in "zklock\.session"/;
 my $PREVIOUS = qr/of the previous server incarnation/;
 my $REC_LEN = 96;    # sizeof(zkl_session_record)
 
@@ -146,12 +146,12 @@ sub restart_with
 	like($log, $opts{log}, "$what: the log says so") if $opts{log};
 	if ($opts{trusted})
 	{
-		like($log, qr/zklock found expired ZooKeeper session 0x[0-9a-f]+ $PREVIOUS/,
+		like($log, qr/found expired ZooKeeper session 0x[0-9a-f]+ $PREVIOUS/,
 			"$what: the worker found the recorded session expired");
 	}
 	else
 	{
-		unlike($log, qr/zklock (?:reattaching to|closed|found expired) ZooKeeper session 0x[0-9a-f]+ $PREVIOUS/,
+		unlike($log, qr/(?:reattaching to|closed|found expired) ZooKeeper session 0x[0-9a-f]+ $PREVIOUS/,
 			"$what: the worker did not act on the recorded session");
 	}
 	# The session of the stopped incarnation is not closed: its node stays.
@@ -243,13 +243,13 @@ restart_with('corrupted password', sub {
 	my $new = session_id($a);
 	isnt($new, $old, "(2) a new ZooKeeper session ($old -> $new)");
 	my $log = slurp_file($a->logfile, $off);
-	like($log, qr/zklock closed ZooKeeper session \Q$old\E $PREVIOUS/,
+	like($log, qr/closed ZooKeeper session \Q$old\E $PREVIOUS/,
 		'(2) the new worker closed the previous incarnation\'s session (the file could be read)');
 	like($log, qr/could not remove file "zklock\.session": Permission denied/,
 		'(2) the log says the file could not be removed');
 	# Once: the file that could not be removed is not read again (it was,
 	# at every session the worker opened, which it never did then).
-	my $n = () = $log =~ /zklock reattaching to ZooKeeper session 0x[0-9a-f]+ $PREVIOUS/g;
+	my $n = () = $log =~ /reattaching to ZooKeeper session 0x[0-9a-f]+ $PREVIOUS/g;
 	is($n, 1, '(2) the worker reattached to the previous incarnation\'s session once');
 	like($log, qr/could not write file "zklock\.session\.tmp": Permission denied/,
 		'(2) the log says the new session could not be recorded');
