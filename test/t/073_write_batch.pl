@@ -264,23 +264,26 @@ ok($wire->fired, '(4) the answer to the multi of deletes was lost');
 is(join(',', map { zk_ls($zk, "/zklock/$_") } @l), '', '(4) no node is left');
 wait_until(sub { counters()->{slots_used} == 0 }, 10, 'every slot is freed');
 
-# (5) The session expires after a multi's answer was lost: the relay is
-# stopped until ZooKeeper has expired the session, then started again.
+# (5) The session expires after a multi's answer was lost: from before the
+# multi goes, the relay refuses new connections (the one open goes on), so
+# the worker cannot reconnect in the old session once the answer is lost
+# and its connection closed; it is let in again once ZooKeeper has expired
+# that session.
 my @e = map { "exp$_" } 1 .. 3;
 zk_create($zk, "/zklock/$_") for @e;
 learn('(5)', @e);
 my $old_session = zk_status_of($a)->{session_id};
 $wire->lose_answer([14], '/zklock/exp1/');
+$wire->refuse;
 freeze();
 bg_start($s[$_], "SELECT zk_lock_acquire('$e[$_]', '60s')") for 0 .. 2;
 wait_until(sub { $a->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE state = 'waiting'") == 3 },
 	10, 'every request is posted');
 thaw();
 wait_until(sub { $wire->fired }, 30, 'the multi went');
-$wire->pause;
 # The multi's nodes are the old session's ephemerals: they go with it.
 wait_until(sub { !grep { zk_ls($zk, "/zklock/$_") } @e }, 30, 'ZooKeeper expired A\'s session');
-$wire->resume;
+$wire->admit;
 @tokens = ();
 for my $i (0 .. 2)
 {

@@ -28,7 +28,7 @@ use Test::More;
 my $zk = zk_start(1);
 my $a = zklock_node('a', $zk, conf => [ "lock_timeout = '3s'" ]);
 expect_in_log($a, qr/WARNING:  ZooKeeper lock "u" was given up, but ZooKeeper refused the delete of its node/, 1);
-expect_in_log($a, qr/WARNING:  zklock could not delete ZooKeeper node "\/zklock\/[uc]\//, 2);
+expect_in_log($a, qr/WARNING:  could not delete ZooKeeper node "\/zklock\/[uc]\//, 2);
 
 my $kazoo = kazoo_peer($zk);
 sub state_of
