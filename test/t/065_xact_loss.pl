@@ -84,7 +84,7 @@ like($err, qr/caught the loss of E/, '(2) ... after the loss was raised inside i
 ($state, $err) = bg_sqlstate($p, 'COMMIT');
 is($state, 'ZK002', '(2) COMMIT fails with ZK002') or diag($err);
 is(committed($a, 'block-lost'), '0', '(2) the row is not committed');
-is(lock_state($a, $p_pid, 'E'), 'none', '(2) the new hold of E went with the transaction');
+ok(wait_until(sub { lock_state($a, $p_pid, 'E') eq 'none' }, 30, 'E is released'), '(2) the new hold of E went with the transaction');
 
 # ---------------------------------------------------------------------
 # (3) No leak: a session hold after a lost transaction hold of its name.
@@ -99,7 +99,7 @@ is(bg_sqlstate($p, 'COMMIT'), 'ZK002', '(3) the transaction does not commit');
 is(lock_state($a, $p_pid, 'M'), 'held', '(3) the session hold of M outlives the transaction, as an advisory lock would');
 is(bg_result($p, "SELECT zk_lock_release('M')"), 't', '(3) zk_lock_release(M) says true');
 ok(wait_until(sub { !zk_ls($zk, '/zklock/M') }, 15, 'M\'s directory empties'), '(3) P\'s node of M is gone');
-is(lock_state($a, $p_pid, 'M'), 'none', '(3) zk_locks shows no hold of M');
+ok(wait_until(sub { lock_state($a, $p_pid, 'M') eq 'none' }, 30, 'M is released'), '(3) zk_locks shows no hold of M');
 is(sql_result($a, "SELECT zk_lock_try('M')"), 't', '(3) another session takes M at once');
 
 # The same with a shared hold taken after the exclusive one: the exclusive
