@@ -22,12 +22,8 @@
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
-#include "pgstat.h"
 #include "storage/latch.h"
-#include "storage/proc.h"
-#include "tcop/utility.h"
 #include "utils/json.h"
-#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "backend/error_codes.h"
