@@ -25,6 +25,7 @@
 #include "storage/latch.h"
 #include "utils/json.h"
 #include "utils/timestamp.h"
+#include "utils/uuid.h"
 
 #include "backend/error_codes.h"
 #include "backend/request.h"
@@ -119,7 +120,7 @@ zkl_stats_end(zkl_stats_event event)
 void
 zkl_random_uuid(char *out)
 {
-	uint8		b[16];
+	uint8		b[UUID_LEN];
 
 	if (!pg_strong_random(b, sizeof(b)))
 		ereport(ERROR,
