@@ -82,20 +82,19 @@ CREATE FUNCTION pg_temp.lock_stats_2(OUT name text, OUT kind text)
 RETURNS SETOF record AS '$libdir/zklock', 'zk_lock_stats' LANGUAGE C;
 CREATE FUNCTION pg_temp.lock_stats_info_2(OUT entries bigint, OUT evicted bigint)
 RETURNS record AS '$libdir/zklock', 'zk_lock_stats_info' LANGUAGE C;
--- each error is followed by its SQLSTATE
+-- What each answers: its rows, or its error's SQLSTATE and message.
+CREATE FUNCTION pg_temp.outcome(call text) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE 'SELECT count(*) FROM pg_temp.' || call;
+	RETURN 'rows';
+EXCEPTION WHEN OTHERS THEN
+	RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+SELECT call, pg_temp.outcome(call)
+FROM unnest(ARRAY['status_2()', 'status_1_5_as_1_4()', 'locks_2()',
+				  'contenders_2(''shape.lock'')', 'semaphore_contenders_2(''shape.sem'')',
+				  'waits_for_2()', 'lock_stats_2()', 'lock_stats_info_2()']) AS call;
+-- the error in full, with its hint, once
 SELECT * FROM pg_temp.status_2();
-\echo :LAST_ERROR_SQLSTATE
-SELECT * FROM pg_temp.status_1_5_as_1_4();
-\echo :LAST_ERROR_SQLSTATE
-SELECT * FROM pg_temp.locks_2();
-\echo :LAST_ERROR_SQLSTATE
-SELECT * FROM pg_temp.contenders_2('shape.lock');
-\echo :LAST_ERROR_SQLSTATE
-SELECT * FROM pg_temp.semaphore_contenders_2('shape.sem');
-\echo :LAST_ERROR_SQLSTATE
-SELECT * FROM pg_temp.waits_for_2();
-\echo :LAST_ERROR_SQLSTATE
-SELECT * FROM pg_temp.lock_stats_2();
-\echo :LAST_ERROR_SQLSTATE
-SELECT * FROM pg_temp.lock_stats_info_2();
 \echo :LAST_ERROR_SQLSTATE
