@@ -31,6 +31,7 @@
 #include "names/name_text.h"
 #include "pg_compat.h"
 #include "rules/json_fields.h"
+#include "result_shape.h"
 #include "rules/lock_rule.h"
 #include "shared/inspect_reply.h"
 
@@ -305,8 +306,8 @@ static void
 zkl_put_contender(ReturnSetInfo *rsinfo, int position, const char *kind, const char *state,
 				  const char *dir, zkl_contender *c)
 {
-	Datum		values[8];
-	bool		nulls[8] = {0};
+	Datum		values[ZKL_COLUMNS_CONTENDERS];
+	bool		nulls[ZKL_COLUMNS_CONTENDERS] = {0};
 	int			col = 0;
 
 	values[col++] = Int32GetDatum(position);
@@ -333,6 +334,7 @@ zkl_put_contender(ReturnSetInfo *rsinfo, int position, const char *kind, const c
 		nulls[col++] = true;
 		values[col++] = PointerGetDatum(zkl_data_text(c->data, c->data_len));
 	}
+	Assert(col == ZKL_COLUMNS_CONTENDERS);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 

@@ -22,13 +22,10 @@
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
-#include "pgstat.h"
 #include "storage/latch.h"
-#include "storage/proc.h"
-#include "tcop/utility.h"
 #include "utils/json.h"
-#include "utils/memutils.h"
 #include "utils/timestamp.h"
+#include "utils/uuid.h"
 
 #include "backend/error_codes.h"
 #include "backend/request.h"
@@ -123,7 +120,7 @@ zkl_stats_end(zkl_stats_event event)
 void
 zkl_random_uuid(char *out)
 {
-	uint8		b[16];
+	uint8		b[UUID_LEN];
 
 	if (!pg_strong_random(b, sizeof(b)))
 		ereport(ERROR,

@@ -17,7 +17,14 @@
 #include "backend/waits_graph.h"
 #include "backend/waits_view.h"
 #include "names/name_text.h"
+#include "result_shape.h"
 #include "shared/shmem.h"
+
+/*
+ * The most lock directories one call reads: a view for a person, bounded
+ * as a deadlock check is (ZKL_MAX_CYCLE), but wider.
+ */
+#define ZKL_WAITS_VIEW_MAX_DIRS 64
 
 /* ms since 1970 as a timestamp */
 static TimestampTz
@@ -35,7 +42,7 @@ zkl_session_text(int64 session)
 /*
  * zk_waits_for(): every edge this cluster can see, from every published
  * wait, with this cluster's waits on PostgreSQL locks among their blockers.
- * Reads at most 64 lock directories.
+ * Reads at most ZKL_WAITS_VIEW_MAX_DIRS lock directories.
  */
 void
 zkl_list_waits_for(FunctionCallInfo fcinfo)
@@ -45,13 +52,13 @@ zkl_list_waits_for(FunctionCallInfo fcinfo)
 
 	zkl_require_shmem();
 	InitMaterializedSRF(fcinfo, 0);
-	g = zkl_read_graph(NULL, 64, 0);
+	g = zkl_read_graph(NULL, ZKL_WAITS_VIEW_MAX_DIRS, 0);
 	for (int i = 0; i < g->nedges; i++)
 	{
 		const zkl_wait_edge *e = &g->edges[i];
 		const zkl_edge_info *info = &g->info[i];
-		Datum		values[13];
-		bool		nulls[13] = {0};
+		Datum		values[ZKL_COLUMNS_WAITS_FOR];
+		bool		nulls[ZKL_COLUMNS_WAITS_FOR] = {0};
 		bool		zk = e->kind == ZKL_WAIT_ZKLOCK;
 
 		values[0] = CStringGetTextDatum(info->waiter_cluster);

@@ -13,18 +13,12 @@
 
 #include "access/parallel.h"
 #include "access/xact.h"
-#include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
 #include "commands/async.h"
-#include "common/int.h"
 #include "executor/executor.h"
-#include "mb/pg_wchar.h"
 #include "miscadmin.h"
-#include "pgstat.h"
-#include "storage/condition_variable.h"
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
-#include "utils/hsearch.h"
 #include "utils/resowner.h"
 
 #include "backend/error_codes.h"

@@ -185,14 +185,16 @@ zkl_send_listing(int slotno, zkl_slot *slot, zkl_event_kind kind)
  * Keep the name of the node ahead in full: a name cut short is a path that
  * does not exist, and a watch on it answers ZNONODE, which would grant the
  * lock while the node ahead still holds.  ZooKeeper bounds a name only by
- * its packet size (jute.maxbuffer), so no fixed buffer would do.
+ * its packet size (jute.maxbuffer), so no fixed buffer would do.  It is the
+ * work's memory, gone with the work; the one it replaces is freed at once,
+ * as a long wait may watch many nodes in turn.
  */
 static void
 zkl_set_pred(zkl_work *work, const char *pred)
 {
 	if (work->pred != NULL)
 		pfree(work->pred);
-	work->pred = MemoryContextStrdup(TopMemoryContext, pred);
+	work->pred = MemoryContextStrdup(zkl_work_context(work), pred);
 }
 
 /*
@@ -351,10 +353,10 @@ zkl_add_held_behind(zkl_work *work, const char *node)
 		if (strcmp(work->held_behind[i], node) == 0)
 			return;
 	if (work->held_behind == NULL)
-		work->held_behind = MemoryContextAlloc(TopMemoryContext, sizeof(char *));
+		work->held_behind = MemoryContextAlloc(zkl_work_context(work), sizeof(char *));
 	else
 		work->held_behind = repalloc(work->held_behind, sizeof(char *) * (work->nheld_behind + 1));
-	work->held_behind[work->nheld_behind++] = MemoryContextStrdup(TopMemoryContext, node);
+	work->held_behind[work->nheld_behind++] = MemoryContextStrdup(zkl_work_context(work), node);
 }
 
 static void
@@ -385,7 +387,7 @@ zkl_downgrade_read(int slotno, zkl_slot *slot, zkl_event *ev)
 		return false;
 	zkl_downgrade_forget_listing(work);
 	work->downgrade_pzxid = ev->pzxid;
-	old = MemoryContextSwitchTo(TopMemoryContext);
+	old = MemoryContextSwitchTo(zkl_work_context(work));
 	for (int i = 0; i < ev->nchildren; i++)
 		if (zkl_downgrade_candidate(ev->children[i], slot->node))
 		{

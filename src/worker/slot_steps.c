@@ -216,13 +216,20 @@ zkl_end_work(zkl_work *work)
 	work->numbers_repeat = work->equal_logged = work->revoke_seen = false;
 	work->lease_watched = false;
 	work->lease_czxid = 0;
-	zkl_downgrade_forget(work);
-	work->inspection = NULL;
+
+	/*
+	 * All the work kept (the node ahead, the downgrade's names, an
+	 * inspection) is in its context: one call frees it, and only the pointers
+	 * into it are cleared after.
+	 */
 	if (work->cxt != NULL)
 	{
 		MemoryContextDelete(work->cxt);
 		work->cxt = NULL;
 	}
+	work->pred = NULL;
+	work->inspection = NULL;
+	zkl_downgrade_forget(work);
 }
 
 /* Forget the slot: only done once no node of it can exist any more. */
@@ -802,7 +809,11 @@ zkl_free_names(char **names, int n)
 		pfree(names);
 }
 
-/* The listing and the read nodes still to be read. */
+/*
+ * The listing and the read nodes still to be read, replaced within the
+ * work by the next listing (they are the work's memory: its end frees them
+ * with the rest).
+ */
 void
 zkl_downgrade_forget_listing(zkl_work *work)
 {
@@ -812,11 +823,12 @@ zkl_downgrade_forget_listing(zkl_work *work)
 	work->nlisting = work->ncandidates = work->next_candidate = 0;
 }
 
+/* At the work's end, once its context is gone: nothing left to free. */
 static void
 zkl_downgrade_forget(zkl_work *work)
 {
-	zkl_downgrade_forget_listing(work);
-	zkl_free_names(work->held_behind, work->nheld_behind);
+	work->listing = work->candidates = NULL;
+	work->nlisting = work->ncandidates = work->next_candidate = 0;
 	work->held_behind = NULL;
 	work->nheld_behind = 0;
 	work->downgrade_owner = work->downgrade_pzxid = 0;

@@ -62,8 +62,8 @@ typedef struct zkl_work
 								 * what zklock.max_hold_time counts from */
 	int			fail_rc;		/* failure to report once our node is deleted */
 	char	   *pred;			/* the node watched ahead, in full, whatever
-								 * its length (TopMemoryContext; replaced by
-								 * the next one) */
+								 * its length (in cxt; replaced by the next
+								 * one) */
 	int64		pred_owner;		/* the predecessor's session, once watched, if
 								 * it is a peer's node */
 	/* A peer's write ahead of us went: did it leave a read behind us? */
@@ -76,7 +76,7 @@ typedef struct zkl_work
 	int			next_candidate;
 	char	  **candidates;
 	int			nheld_behind;	/* of them, the downgrades: they hold */
-	char	  **held_behind;
+	char	  **held_behind;	/* listing, candidates and these in cxt */
 	char		mapped_node[ZKL_MAX_NODE_LEN];	/* our node in slot_steps.c's
 												 * map */
 	struct zkl_inspection *inspection;	/* ZKL_PH_INSPECTING only, in cxt */

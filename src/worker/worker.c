@@ -58,10 +58,14 @@ static int64 zkl_last_hold_watch = 0;
 #define ZKL_LOG_KINDS		16
 #define ZKL_LOG_WINDOW_MS	60000
 #define ZKL_LOG_BUDGET		20
+/* A library line is logged cut to this; its kind is known by the start. */
+#define ZKL_LOG_LINE_LEN	256
+#define ZKL_LOG_KEY_LEN		128
 
 static struct
 {
-	char		key[128];		/* the text with each run of digits as "#" */
+	char		key[ZKL_LOG_KEY_LEN];	/* the text with each run of digits as
+										 * "#" */
 	int64		logged_at;		/* zkl_now() */
 	int			suppressed;
 }			zkl_log_kinds[ZKL_LOG_KINDS];
@@ -78,8 +82,8 @@ zkl_log_library_line(const char *line)
 	int64		now = zkl_now();
 	int			oldest = 0;
 	int			hit = -1;
-	char		clean[256];
-	char		key[128];
+	char		clean[ZKL_LOG_LINE_LEN];
+	char		key[ZKL_LOG_KEY_LEN];
 	int			k = 0;
 
 	/* "...:ZOO_ERROR@function@123: message" */
