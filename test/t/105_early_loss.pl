@@ -88,7 +88,7 @@ is($b->safe_psql('postgres', "SELECT count(*) FROM runs WHERE host = 'b'"), '1',
 
 # The loss, logged with the lock's name, before B was granted.
 my $log = slurp_file($a->logfile, $a_log);
-like($log, qr/gives up ZooKeeper session 0x[0-9a-f]+: nothing has proven it alive/, 'A\'s worker gave its session up');
+like($log, qr/giving up ZooKeeper session 0x[0-9a-f]+: nothing has proven it alive/, 'A\'s worker gave its session up');
 ok($log =~ /^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \S+) \[\d+\] .*lost ZooKeeper lock "nightly": the ZooKeeper session was given up/m,
 	'the loss is logged with the lock\'s name');
 my $lost_line_at = $1;
