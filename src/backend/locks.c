@@ -471,17 +471,27 @@ zkl_release_all_session(bool note_losses)
 	zkl_refuse_parallel();
 	if (zkl_locks == NULL)
 		return;
-	hash_seq_init(&seq, zkl_locks);
-	while ((lock = hash_seq_search(&seq)) != NULL)
+	/* Many deletes at once: none waits for company (write_batch.c). */
+	zkl_release_at_once = true;
+	PG_TRY();
 	{
-		if (lock->session_count == 0)
-			continue;
-		if (note_losses && zkl_lock_is_lost(lock))
-			zkl_note_loss(lock->key + 1);
-		lock->session_count = 0;
-		zkl_settle_local(lock, false);
+		hash_seq_init(&seq, zkl_locks);
+		while ((lock = hash_seq_search(&seq)) != NULL)
+		{
+			if (lock->session_count == 0)
+				continue;
+			if (note_losses && zkl_lock_is_lost(lock))
+				zkl_note_loss(lock->key + 1);
+			lock->session_count = 0;
+			zkl_settle_local(lock, false);
+		}
+		zkl_drop_kept_exclusive();
 	}
-	zkl_drop_kept_exclusive();
+	PG_FINALLY();
+	{
+		zkl_release_at_once = false;
+	}
+	PG_END_TRY();
 }
 
 /*
@@ -698,6 +708,8 @@ zkl_backend_exit(int code, Datum arg)
 
 	if (zkl_shared == NULL || zkl_locks == NULL)
 		return;
+	/* Nothing of an exiting backend's waits for company (write_batch.c). */
+	zkl_release_at_once = true;
 	zkl_cancel_wait(true);
 	hash_seq_init(&seq, zkl_locks);
 	while ((lock = hash_seq_search(&seq)) != NULL)

@@ -154,6 +154,13 @@ zkl_host_name(char *host, size_t size)
 }
 
 /*
+ * Whether what this backend gives up now is to be deleted at once, not kept
+ * back a moment for a multi's company (write_batch.c): set around
+ * zk_lock_release_all and at the backend's exit.
+ */
+bool		zkl_release_at_once = false;
+
+/*
  * Ask the worker to give up a slot: cancel a wait or release a hold; with
  * only_waiting, only a request still waiting, in one step with the test.
  * Returns whether it was given up.
@@ -178,6 +185,7 @@ zkl_give_up(int slotno, uint32 generation, bool counts_as_cancel, bool only_wait
 				/* From here on the view shows it leaving (in its last scope). */
 				slot->state = ZKL_SLOT_RELEASING;
 				slot->wanted = false;
+				slot->release_now = zkl_release_at_once;
 				zkl_queue_push(slotno);
 				break;
 			case ZKL_SLOT_FAILED:

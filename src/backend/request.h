@@ -60,6 +60,7 @@ extern void zkl_json_field(StringInfo buf, const char *key, const char *value);
 #define ZKL_HOST_NAME_LEN	256
 
 extern void zkl_host_name(char *host, size_t size);
+extern bool zkl_release_at_once;
 extern bool zkl_give_up(int slotno, uint32 generation, bool counts_as_cancel, bool only_waiting);
 extern void zkl_cancel_wait(bool counts_as_cancel);
 extern void zkl_publish_wait(void);

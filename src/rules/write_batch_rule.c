@@ -260,3 +260,55 @@ zkl_wb_outcome_of(int multi_rc)
 			return ZKL_WB_ALONE;
 	}
 }
+
+/*
+ * How long a lone delete may wait for a write to share its multi: one
+ * network round trip to ZooKeeper (the shortest recent sync's), at most
+ * ZKL_WB_LINGER_MAX_US; not at all while the distance is unknown.  Sent
+ * alone, the delete would cost ZooKeeper a transaction of its own (a quorum
+ * write, an fsync) and the next create of the cluster would queue behind
+ * it; waiting one round trip more at most doubles how long another client
+ * sees the released node, and the cap keeps that below a millisecond where
+ * ZooKeeper is far.  The worker sleeps by whole milliseconds, so a delete
+ * that finds no company leaves within about one millisecond.
+ */
+int64_t
+zkl_wb_linger_bound(int64_t round_trip_us)
+{
+	if (round_trip_us <= 0)
+		return 0;
+	return round_trip_us > ZKL_WB_LINGER_MAX_US ? ZKL_WB_LINGER_MAX_US : round_trip_us;
+}
+
+/*
+ * How many more microseconds the one delete ready now (a release's, with
+ * nothing else ready and no multi in flight) waits for the next write of
+ * this worker to share its multi; 0: it goes now.  The next lock create
+ * then travels after it in one multi, one transaction: the uncontended
+ * cycle of release and acquire costs ZooKeeper one fsync, not two.
+ *
+ * It goes at once when waiting could hurt more than it spares: a request of
+ * this cluster in the same lock directory (a waiter behind it is handed the
+ * lock on the delete's answer, and never waits for the worker's own
+ * company); a backend that asked for no wait (zk_lock_release_all, its
+ * exit, a release that waits for the delete's answer) or a hold the worker
+ * takes away; a session not connected, or whose proof would run out
+ * meanwhile; a stopping worker; and any request of another kind (a
+ * listing, a semaphore's, a publication) leaving in this pass, so that
+ * every request but a lock create still reaches ZooKeeper after the
+ * delete, in the order sent.  A lock create of the same directory never
+ * overtakes it: it joins the multi after it, or (sent alone) makes it go
+ * first (write_batch.c).
+ */
+int64_t
+zkl_wb_linger_left(const zkl_wb_linger_case * c)
+{
+	int64_t		bound = zkl_wb_linger_bound(c->round_trip_us);
+
+	if (!c->lone_delete || !c->connected || !c->proof_fresh || c->shutting_down ||
+		c->release_now || c->neighbour || c->others)
+		return 0;
+	if (c->waited_us < 0 || c->waited_us >= bound)
+		return 0;
+	return bound - c->waited_us;
+}

@@ -66,4 +66,31 @@ extern void zkl_wb_rtt_note(zkl_wb_rtt * rtt, int64_t sample_us, int64_t now_us)
 extern int64_t zkl_wb_rtt_shortest(const zkl_wb_rtt * rtt);
 extern zkl_wb_outcome zkl_wb_outcome_of(int multi_rc);
 
+/*
+ * A lone delete waits for company at most this long, however far
+ * ZooKeeper is (zkl_wb_linger_bound).
+ */
+#define ZKL_WB_LINGER_MAX_US	1000
+
+/* What decides whether a lone delete may wait for company (zkl_wb_linger_left). */
+typedef struct zkl_wb_linger_case
+{
+	bool		lone_delete;	/* all that is ready: one delete */
+	bool		connected;		/* the session is connected */
+	bool		proof_fresh;	/* its proof holds until the wait is over */
+	bool		shutting_down;	/* the worker is asked to stop */
+	bool		release_now;	/* the backend asked for no wait: it releases
+								 * all, exits, or waits for the answer; or the
+								 * worker takes the hold away */
+	bool		neighbour;		/* another request of this cluster is in the
+								 * same lock directory (a waiter behind it) */
+	bool		others;			/* a request that is no lock create leaves
+								 * this worker in this pass */
+	int64_t		waited_us;		/* since the delete became ready */
+	int64_t		round_trip_us;	/* zkl_wb_rtt_shortest */
+}			zkl_wb_linger_case;
+
+extern int64_t zkl_wb_linger_bound(int64_t round_trip_us);
+extern int64_t zkl_wb_linger_left(const zkl_wb_linger_case * c);
+
 #endif							/* ZKLOCK_WRITE_BATCH_RULE_H */

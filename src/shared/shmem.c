@@ -325,6 +325,7 @@ zkl_slot_clear(zkl_slot *slot)
 	slot->state = ZKL_SLOT_FREE;
 	slot->generation++;
 	slot->wanted = false;
+	slot->release_now = false;
 	slot->commit_waiting = false;
 	slot->committing = false;
 	slot->take_deferred = false;

@@ -181,6 +181,9 @@ typedef struct zkl_slot
 	bool		delete_unsure;	/* made in a directory whose ACL may refuse
 								 * its delete (undeletable.c): the release
 								 * waits for the delete's answer */
+	bool		release_now;	/* its release may not wait for company in a
+								 * multi (write_batch.c): zk_lock_release_all
+								 * or the backend's exit gave it up */
 	bool		stranded;		/* given up, its node's delete refused: the
 								 * node stays (zk_locks: "stranded") */
 	int64		token;			/* czxid of our node */

@@ -193,17 +193,27 @@ zkl_drain_events(void)
 static void
 zkl_take_requests(void)
 {
+	bool		others = false;
+
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	while (zkl_shared->queue_len > 0)
 	{
 		int			slotno = zkl_shared->queue[zkl_shared->queue_head];
+		zkl_slot   *slot = &zkl_shared->slots[slotno];
 
 		zkl_shared->queue_head = (zkl_shared->queue_head + 1) % zkl_shared->nslots;
 		zkl_shared->queue_len--;
-		zkl_shared->slots[slotno].queued = false;
+		slot->queued = false;
+		/* Not a lock's create or delete: no multi carries it. */
+		if (slot->inspect || slot->permits > 0)
+			others = true;
 		zkl_mark_pending(slotno);
 	}
 	LWLockRelease(zkl_shared->lock);
+
+	/* A release's delete kept back for company goes before it. */
+	if (others)
+		zkl_batch_release_lingering();
 }
 
 /*
@@ -364,6 +374,9 @@ zkl_sleep_time(int64 shutdown_deadline)
 		next = give_up;
 	if (shutdown_deadline != 0 && (next == 0 || shutdown_deadline < next))
 		next = shutdown_deadline;
+	/* A release's delete kept back for company leaves on time. */
+	if (zkl_batch_due() != 0 && (next == 0 || zkl_batch_due() < next))
+		next = zkl_batch_due();
 	if (connected && zkl_work_pending())
 	{
 		int64		retry = zkl_after_ms(now, ZKL_PENDING_RETRY_MS);

@@ -22,6 +22,21 @@
  * carries what came while the one before it was answered, a group commit,
  * and ZooKeeper's work per lock falls with the load.
  *
+ * One exception to "a lone request waits for nobody": a release's delete
+ * that is all there is to send waits, for at most about one round trip to
+ * ZooKeeper (write_batch_rule.c, zkl_wb_linger_left), for the next write of
+ * this worker to share its multi.  An uncontended cycle, release then
+ * acquire, then costs ZooKeeper one transaction (one fsync): the delete and
+ * the next create, which comes after it in the multi.  It goes at once
+ * when a request of this cluster is in the same lock directory (a waiter
+ * behind it), when its backend releases everything or exits, when the
+ * backend waits for the delete's answer, when the worker takes the hold
+ * away, when the session is in trouble or the worker stops, and before any
+ * request that is no lock create (zkl_batch_release_lingering), so that
+ * such requests still reach ZooKeeper after it, in the order sent.  A
+ * create of the same directory sent alone makes it go first
+ * (zkl_wb_send_before).
+ *
  * A multi's create answers no Stat, so no czxid.  The fencing token is the
  * lock node's czxid; after its lock operations the multi carries a setData
  * of each create's lock directory, whose Stat's mzxid is the multi's zxid:
@@ -53,10 +68,12 @@
 #include "postgres.h"
 
 #include "common/hashfn.h"
+#include "postmaster/interrupt.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "rules/clock.h"
 #include "rules/write_batch_rule.h"
 #include "settings.h"
 #include "shared/shmem.h"
@@ -76,6 +93,7 @@ typedef struct zkl_wb_op
 	char	   *path;			/* create: the node's prefix; delete: its path */
 	char	   *dir;			/* the lock directory */
 	char	   *data;			/* create: the node's data */
+	int64		ready_at;		/* when it was taken (zkl_now()) */
 } zkl_wb_op;
 
 /*
@@ -112,6 +130,12 @@ static MemoryContext zkl_wb_cxt = NULL;
 
 /* Multis sent whose answer has not been handled yet. */
 static int	zkl_wb_in_flight = 0;
+
+/*
+ * When the lone delete kept back for company (zkl_wb_linger_left) must
+ * leave, on zkl_now()'s clock; 0 when none is kept back.
+ */
+static int64 zkl_wb_linger_until = 0;
 
 /*
  * How far ZooKeeper is: the shortest recent round trip of the heartbeat's
@@ -277,6 +301,7 @@ zkl_wb_add(zkl_wb_kind kind, int slotno, const char *path, const char *dir, cons
 	op->path = MemoryContextStrdup(zkl_wb_cxt, path);
 	op->dir = MemoryContextStrdup(zkl_wb_cxt, dir);
 	op->data = data ? MemoryContextStrdup(zkl_wb_cxt, data) : NULL;
+	op->ready_at = zkl_now();
 }
 
 /* The operation was sent or dropped. */
@@ -509,6 +534,97 @@ zkl_wb_send_multi(zkl_wb_op **group, int n)
 }
 
 /*
+ * Whether a request of this cluster other than the slot's works in the
+ * slot's lock directory (a waiter behind its node, a holder of a shared
+ * lock, a request on its way), and whether the slot's release may wait for
+ * company at all: its backend gave it up (not a failed request or a try,
+ * whose backend waits for the delete), asked for no wait, does not wait
+ * for the answer, and the worker is not taking it away.  Under the lock,
+ * over the slots in use only.
+ */
+static void
+zkl_wb_neighbours(int slotno, bool *neighbour, bool *release_now)
+{
+	zkl_slot   *slot = &zkl_shared->slots[slotno];
+
+	*neighbour = false;
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	*release_now = slot->state != ZKL_SLOT_RELEASING || slot->release_now ||
+		slot->delete_unsure || slot->take_reason != ZKL_TAKE_NONE;
+	for (int i = zkl_shared->used_head; i >= 0 && !*release_now; i = zkl_shared->slots[i].next)
+	{
+		if (i != slotno && zkl_works[i].phase != ZKL_PH_IDLE &&
+			strcmp(zkl_shared->slots[i].dir, slot->dir) == 0)
+		{
+			*neighbour = true;
+			break;
+		}
+	}
+	LWLockRelease(zkl_shared->lock);
+}
+
+/*
+ * Whether the one delete queued (op) waits for company rather than leave
+ * now (write_batch_rule.c, zkl_wb_linger_left decides); others: a request
+ * of another kind than a lock create is about to leave.  While it waits,
+ * zkl_wb_linger_until says until when.
+ */
+static bool
+zkl_wb_linger(const zkl_wb_op *op, bool others)
+{
+	zkl_wb_linger_case c = {0};
+	int64		now = zkl_now();
+	int64		left;
+
+	c.lone_delete = true;
+	c.connected = zkl_zh != NULL && zkl_shared->session_state == ZKL_SESSION_CONNECTED;
+	c.proof_fresh = zkl_proof_holds(zkl_heartbeat_state.proof, zkl_shared->negotiated_timeout,
+									now + ZKL_WB_LINGER_MAX_US);
+	c.shutting_down = ShutdownRequestPending;
+	c.others = others;
+	c.waited_us = now - op->ready_at;
+	c.round_trip_us = zkl_wb_rtt_shortest(&zkl_wb_rtts);
+	if (c.connected && c.proof_fresh && !c.shutting_down && !others)
+		zkl_wb_neighbours(op->slotno, &c.neighbour, &c.release_now);
+	left = zkl_wb_linger_left(&c);
+	if (left <= 0)
+		return false;
+	ereport(DEBUG2,
+			(errmsg_internal("the delete of a node of lock \"%s\" waits up to " INT64_FORMAT " us for a write to share its multi",
+							 zkl_shared->slots[op->slotno].name, left)));
+	zkl_wb_linger_until = now + left;
+	return true;
+}
+
+/*
+ * A request that is no lock create is about to leave (worker.c, as it
+ * takes requests): the delete kept back for company goes first, alone, so
+ * that ZooKeeper applies it before that request, as it would have without
+ * the wait.
+ */
+void
+zkl_batch_release_lingering(void)
+{
+	if (zkl_wb_linger_until == 0 || zkl_wb_nops != 1 || zkl_wb_ops[0].kind != ZKL_WB_DELETE)
+		return;
+	zkl_wb_linger_until = 0;
+	zkl_wb_nops = 0;
+	if (zkl_wb_current(&zkl_wb_ops[0]) && !zkl_wb_linger(&zkl_wb_ops[0], true))
+		zkl_wb_send_alone(zkl_wb_ops[0].kind, zkl_wb_ops[0].slotno);
+	zkl_wb_forget(&zkl_wb_ops[0]);
+}
+
+/*
+ * When the delete kept back for company must leave (zkl_now()'s clock), for
+ * the worker's sleep; 0 when none waits.
+ */
+int64
+zkl_batch_due(void)
+{
+	return zkl_wb_nops > 0 ? zkl_wb_linger_until : 0;
+}
+
+/*
  * Send what is queued: each group of two or more as one multi, a group of
  * one alone; or hold it all while a multi is in flight (zkl_wb_hold), to go
  * with what becomes ready until its answer.  Operations whose slot has moved
@@ -529,6 +645,7 @@ zkl_batch_flush(void)
 	bool		connected;
 
 	zkl_wb_open = false;
+	zkl_wb_linger_until = 0;
 	if (zkl_wb_nops == 0)
 		return;
 
@@ -551,6 +668,8 @@ zkl_batch_flush(void)
 	zkl_wb_nops = n;
 	connected = zkl_zh != NULL && zkl_shared->session_state == ZKL_SESSION_CONNECTED;
 	if (zkl_wb_hold(zkl_wb_in_flight, n, connected, zkl_wb_rtt_shortest(&zkl_wb_rtts)))
+		return;
+	if (n == 1 && zkl_wb_ops[0].kind == ZKL_WB_DELETE && zkl_wb_linger(&zkl_wb_ops[0], false))
 		return;
 
 	zkl_wb_nops = 0;

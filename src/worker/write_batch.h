@@ -18,5 +18,7 @@ extern void zkl_batch_begin(void);
 extern void zkl_batch_flush(void);
 extern void zkl_batch_answered(zkl_event *ev);
 extern void zkl_batch_distance(int64 sample_us, int64 now_us);
+extern void zkl_batch_release_lingering(void);
+extern int64 zkl_batch_due(void);
 
 #endif							/* ZKLOCK_WRITE_BATCH_H */

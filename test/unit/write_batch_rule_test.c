@@ -263,6 +263,68 @@ test_round_trips(void)
 	check(zkl_wb_in_flight_limit(zkl_wb_rtt_shortest(&r)) == 1, "limit from it: one near ZooKeeper");
 }
 
+/* A lone delete that may wait: connected, proof fresh, nothing behind it. */
+static zkl_wb_linger_case
+linger_case(int64_t waited_us, int64_t round_trip_us)
+{
+	zkl_wb_linger_case c = {0};
+
+	c.lone_delete = true;
+	c.connected = true;
+	c.proof_fresh = true;
+	c.waited_us = waited_us;
+	c.round_trip_us = round_trip_us;
+	return c;
+}
+
+static void
+test_linger(void)
+{
+	zkl_wb_linger_case c;
+
+	check(zkl_wb_linger_bound(0) == 0, "linger bound: none while the distance is unknown");
+	check(zkl_wb_linger_bound(-3) == 0, "linger bound: none for a round trip that cannot be");
+	check(zkl_wb_linger_bound(250) == 250, "linger bound: one sync round trip near ZooKeeper");
+	check(zkl_wb_linger_bound(50000) == ZKL_WB_LINGER_MAX_US, "linger bound: capped far from it");
+
+	c = linger_case(0, 300);
+	check(zkl_wb_linger_left(&c) == 300, "a lone release's delete waits one round trip for company");
+	c = linger_case(100, 300);
+	check(zkl_wb_linger_left(&c) == 200, "... less what it waited already");
+	c = linger_case(300, 300);
+	check(zkl_wb_linger_left(&c) == 0, "... and goes once the round trip is over");
+	c = linger_case(5000, 300);
+	check(zkl_wb_linger_left(&c) == 0, "... or long after");
+	c = linger_case(-1, 300);
+	check(zkl_wb_linger_left(&c) == 0, "a wait that cannot be (the clock went back): goes");
+	c = linger_case(0, 0);
+	check(zkl_wb_linger_left(&c) == 0, "no round trip known: goes at once");
+	c = linger_case(0, 1000000);
+	check(zkl_wb_linger_left(&c) == ZKL_WB_LINGER_MAX_US, "far from ZooKeeper: waits no more than the cap");
+
+	c = linger_case(0, 300);
+	c.lone_delete = false;
+	check(zkl_wb_linger_left(&c) == 0, "not a lone delete (company already there): no wait");
+	c = linger_case(0, 300);
+	c.neighbour = true;
+	check(zkl_wb_linger_left(&c) == 0, "a waiter of this cluster behind it: goes at once, the handoff is not delayed");
+	c = linger_case(0, 300);
+	c.release_now = true;
+	check(zkl_wb_linger_left(&c) == 0, "release_all, backend exit, a waiting release or a take-away: goes at once");
+	c = linger_case(0, 300);
+	c.connected = false;
+	check(zkl_wb_linger_left(&c) == 0, "session not connected: goes at once");
+	c = linger_case(0, 300);
+	c.proof_fresh = false;
+	check(zkl_wb_linger_left(&c) == 0, "the session's proof runs out: goes at once");
+	c = linger_case(0, 300);
+	c.shutting_down = true;
+	check(zkl_wb_linger_left(&c) == 0, "the worker stops: goes at once");
+	c = linger_case(0, 300);
+	c.others = true;
+	check(zkl_wb_linger_left(&c) == 0, "a request of another kind leaves: the delete goes before it");
+}
+
 static void
 test_must_list(void)
 {
@@ -282,6 +344,7 @@ main(void)
 	test_hold();
 	test_round_trips();
 	test_must_list();
+	test_linger();
 	test_groups();
 	test_random();
 	test_outcomes();
