@@ -1864,8 +1864,150 @@ def strategies(features):
 	# Deleting a held node is the commonest fault: it needs a hold first, so
 	# it is drawn more often than the rest.
 	steps += [st.tuples(st.just("nemesis_delete"), S, K)] * 2
-	# Long enough that two or three steps of one combination meet often.
-	return st.lists(st.one_of(*steps), min_size=8, max_size=24)
+	single = st.one_of(*steps)
+	scenario = scenarios(st, features)
+	# A program: a few blocks, each a user's scenario around one feature
+	# (drawn feature first, so that every feature weighs alike whatever its
+	# number of steps) or a few single steps of the whole grammar (the
+	# combinations nobody thought of), flattened into one list of steps.
+	block = st.one_of(scenario, scenario, scenario, st.lists(single, min_size=1, max_size=4))
+	return st.lists(block, min_size=1, max_size=4).map(lambda bs: [stp for b in bs for stp in b])
+
+
+# Sessions 0 and 1 are on cluster a, 2 on b.
+CLUSTER_OF = {0: "a", 1: "a", 2: "b"}
+
+
+def scenarios(st, features):
+	"""A user's transaction around one feature: a feature drawn first, then
+	what comes before it (a foreign holder, a leader, a blocked NOTIFY
+	queue, a hold limit), the acquire, the feature's steps mixed with
+	writes, the end (COMMIT, a stalled COMMIT, PREPARE, ROLLBACK), and a
+	contender after it; a fault drawn from the nemesis is put at one of the
+	moments that matter (after the acquire, after a write, between the
+	feature's steps, during the COMMIT, after it)."""
+
+	@st.composite
+	def scenario(draw):
+		f = draw(st.sampled_from(sorted(features)))
+		s = draw(st.sampled_from([0, 0, 1, 2]))
+		o = draw(st.sampled_from([x for x in (0, 1, 2) if x != s]))
+		k = draw(st.sampled_from([0, 0, 1]))
+		c = CLUSTER_OF[s]
+		pre, body, after = [], [], []
+		acquire = draw(st.sampled_from([True, True, True, False]))
+		mode = draw(st.sampled_from(["exclusive", "exclusive", "shared"]))
+		scope = draw(st.sampled_from(["xact", "session"]))
+		fn = draw(st.sampled_from(["acquire", "acquire", "try", "set"]))
+		if fn == "set":
+			mode = "exclusive"
+		end = draw(st.sampled_from(["commit", "commit", "commit", "stall", "rollback", "none"]))
+		write = draw(st.sampled_from(["local", "local", "fdw", "notify"] if "fdw" in features and "notify" in features
+									 else ["local"]))
+		if f == "core":
+			body = draw(st.lists(st.sampled_from([("write", s, "local"), ("savepoint", s), ("rollback_to", s),
+												  ("release_sp", s), ("release", s, k, mode), ("release_all", s)]),
+								 min_size=1, max_size=4))
+		elif f == "cursor":
+			sp = draw(st.booleans())
+			body = [(draw(st.sampled_from(["open_cursor", "declare"])), s, k, draw(st.booleans())), ("write", s, write),
+					("fetch_in_savepoint", s) if sp else ("fetch", s)]
+			acquire = draw(st.booleans())
+		elif f == "fdw":
+			body = draw(st.permutations([("write", s, "fdw"), ("write", s, "local")]))[:draw(st.sampled_from([1, 2, 2]))]
+		elif f == "prepare":
+			body = [("write", s, write), ("prepare", s), ("finish_prepared", draw(st.sampled_from([s, o])), draw(st.booleans()))]
+			end = "none"
+		elif f == "stall":
+			if draw(st.booleans()):
+				pre = [("hold_limit", s)]
+			body = [("write", s, write)]
+			end = "stall"
+		elif f == "revoke":
+			body = [("write", s, write), ("revoke", k)]
+		elif f == "fence":
+			kind = draw(st.sampled_from(["orm", "orm_reload", "upsert", "on_conflict", "own", "merge",
+										 "child_update", "child_insert", "delete"]))
+			if draw(st.booleans()):
+				pre = [("leader", o)]
+			k = 0
+			acquire = draw(st.booleans())
+			mode, scope, fn = "exclusive", draw(st.sampled_from(["xact", "session"])), "acquire"
+			body = [("fenced", s, kind)]
+		elif f == "acl":
+			pre = [("kz_acl_dir", k, draw(st.sampled_from(["delete", "write"])))]
+			scope, mode = "session", "exclusive"
+			rt = ("release_then_try", s, k)
+			body = [draw(st.sampled_from([rt, ("pass", s, ["release_then_try", k])])) for _ in range(draw(st.integers(1, 2)))]
+			end = draw(st.sampled_from(["commit", "none"]))
+		elif f == "longname":
+			pre = [("kz_try", k, draw(st.booleans()), draw(st.booleans()))]
+			body = [draw(st.sampled_from([("open_cursor", s, k, False), ("write", s, write)]))]
+		elif f == "cut":
+			body = [("write", s, write), ("cut", c)]
+			if draw(st.booleans()):
+				after = [("heal", c)]
+		elif f == "signal":
+			body = [("write", s, write), ("cancel_worker", c)]
+		elif f == "freeze":
+			inner = draw(st.sampled_from([["release_then_try", k], ["release", k, "exclusive"],
+										  ["acquire", k, mode, scope, draw(st.sampled_from(["acquire", "try"]))]]))
+			body = [("pass", s, inner), ("write", s, write)]
+		elif f == "notify":
+			pre = [("notify_block", c)] if draw(st.booleans()) else []
+			body = [("write", s, "notify")]
+			if pre:
+				after = [("notify_unblock", c)]
+		elif f == "job":
+			acquire = False
+			body = [("job", s, k)]
+			end = "none"
+		elif f == "downgrade":
+			mode, scope, fn, acquire = "exclusive", "session", "acquire", True
+			body = [("downgrade", s, k, draw(st.booleans())), ("check", s, k)]
+			if draw(st.booleans()):
+				pre = [("acquire", o, k, "exclusive", "session", "acquire")]
+		elif f == "plpgsql":
+			body = [("plpgsql", s, k, draw(st.sampled_from(["exception", "cursor", "fetch_exc", "proc"])))]
+		elif f == "semaphore":
+			body = draw(st.lists(st.tuples(st.just("sem"), st.sampled_from([s, o]), st.just(k),
+										   st.sampled_from(["try", "acquire", "release"])), min_size=1, max_size=3))
+		steps = list(pre)
+		if acquire:
+			steps.append(("acquire", s, k, mode, scope, fn))
+		steps += body
+		if end == "commit":
+			steps.append(("commit", s))
+		elif end == "stall":
+			steps.append(("commit", s, True))
+		elif end == "rollback":
+			steps.append(("rollback", s))
+		# The contender: another session wanting the lock after (or while)
+		# the first commits.
+		if draw(st.sampled_from([True, True, False])):
+			steps.append(("acquire", o, k, "exclusive", draw(st.sampled_from(["xact", "session"])), "acquire"))
+		steps += after
+		# The fault, at one of the moments that matter.
+		nem = [("nemesis_delete", s, k), ("nemesis_delete", s, k), None]
+		if "cut" in features:
+			nem += [("cut", c)]
+		if "revoke" in features:
+			nem += [("revoke", k)]
+		if "signal" in features:
+			nem += [("cancel_worker", c)]
+		if "stall" in features:
+			nem += [("hold_limit", s)]
+		if "longname" in features:
+			nem += [("kz_try", k, True, True)]
+		fault = draw(st.sampled_from(nem))
+		if fault is not None:
+			at = draw(st.integers(len(pre) + (1 if acquire else 0), len(steps)))
+			steps.insert(at, fault)
+		if draw(st.booleans()):
+			steps.append(("pause",))
+		return [list(x) for x in steps]
+
+	return scenario()
 
 
 # ---------------------------------------------------------------- main
