@@ -35,6 +35,14 @@
 #include "utils/wait_event.h"
 
 /*
+ * The varlena macros (VARSIZE_ANY_EXHDR, VARDATA_ANY) are postgres.h's
+ * before 16 and varatt.h's from 16 on.
+ */
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"
+#endif
+
+/*
  * 18 writes pg_noreturn before a declaration and has no
  * pg_attribute_noreturn(); before 18 the attribute works in that place too.
  */
