@@ -50,14 +50,15 @@ zkl_steps_init(void)
 /*
  * The memory of a slot's work that outlasts a pass (what an inspection has
  * read, say), made when first asked for: one context per work, so that its
- * end frees all of it in one call, whatever the recipe put there.
+ * end frees all of it in one call, whatever the recipe put there.  Small
+ * sizes: most works keep a name or two.
  */
 MemoryContext
 zkl_work_context(zkl_work *work)
 {
 	if (work->cxt == NULL)
 		work->cxt = AllocSetContextCreate(TopMemoryContext, "zklock slot work",
-										  ALLOCSET_DEFAULT_SIZES);
+										  ALLOCSET_SMALL_SIZES);
 	return work->cxt;
 }
 

@@ -551,20 +551,14 @@ class Explorer:
 
 	def cleanup_dirs(self):
 		from kazoo.exceptions import NoNodeError
-		for name in self.sems:
-			for k in self.sem_nodes(name):
-				self.kz_delete(self.paths[name] + "/" + k)
-			try:
-				self.kz.delete(self.paths[name], recursive=True)
-			except Exception:
-				pass
-		for L in self.locks:
-			for k in self.children(L):
-				self.kz_delete(self.paths[L] + "/" + k)
-			try:
-				self.kz.delete(self.paths[L], recursive=True)
-			except Exception:
-				pass
+		for names, nodes_of in ((self.sems, self.sem_nodes), (self.locks, self.children)):
+			for name in names:
+				for k in nodes_of(name):
+					self.kz_delete(self.paths[name] + "/" + k)
+				try:
+					self.kz.delete(self.paths[name], recursive=True)
+				except Exception:
+					pass
 
 	def children(self, L):
 		from kazoo.exceptions import NoNodeError
