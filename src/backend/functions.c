@@ -229,8 +229,8 @@ zkl_acquire_set_sql(FunctionCallInfo fcinfo, bool xact)
 
 	/*
 	 * A set of more names than this session may hold locks is refused whole
-	 * before any work per element (each name's key takes ZKL_MAX_NAME_LEN +
-	 * 1 bytes): duplicates count, as the array's length is all that is known
+	 * before any work per element (each name's key takes ZKL_MAX_NAME_LEN + 1
+	 * bytes): duplicates count, as the array's length is all that is known
 	 * before the names are read.
 	 */
 	n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));

@@ -267,7 +267,7 @@ zkl_wb_outcome_of(int multi_rc)
  * races with its answers), and it starts again from none.
  */
 void
-zkl_wb_flight_handle(zkl_wb_flight * flight, uint32_t handle)
+zkl_wb_flight_handle(zkl_wb_flight *flight, uint32_t handle)
 {
 	if (flight->handle != handle)
 	{
@@ -281,7 +281,7 @@ zkl_wb_flight_handle(zkl_wb_flight * flight, uint32_t handle)
  * never off those of a later handle, nor below none.
  */
 void
-zkl_wb_flight_answered(zkl_wb_flight * flight, uint32_t handle)
+zkl_wb_flight_answered(zkl_wb_flight *flight, uint32_t handle)
 {
 	if (flight->handle == handle && flight->count > 0)
 		flight->count--;

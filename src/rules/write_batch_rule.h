@@ -45,7 +45,7 @@ typedef struct zkl_wb_flight
 {
 	uint32_t	handle;			/* the handle the count is of */
 	int			count;			/* its multis sent and not answered */
-}			zkl_wb_flight;
+} zkl_wb_flight;
 
 typedef enum zkl_wb_kind
 {
@@ -77,7 +77,7 @@ extern bool zkl_wb_hold(int in_flight, int n, bool connected, int64_t round_trip
 extern void zkl_wb_rtt_note(zkl_wb_rtt * rtt, int64_t sample_us, int64_t now_us);
 extern int64_t zkl_wb_rtt_shortest(const zkl_wb_rtt * rtt);
 extern zkl_wb_outcome zkl_wb_outcome_of(int multi_rc);
-extern void zkl_wb_flight_handle(zkl_wb_flight * flight, uint32_t handle);
-extern void zkl_wb_flight_answered(zkl_wb_flight * flight, uint32_t handle);
+extern void zkl_wb_flight_handle(zkl_wb_flight *flight, uint32_t handle);
+extern void zkl_wb_flight_answered(zkl_wb_flight *flight, uint32_t handle);
 
 #endif							/* ZKLOCK_WRITE_BATCH_RULE_H */
