@@ -103,16 +103,16 @@ zkl_seq_parse(const char *p, int32_t *seq)
 }
 
 /*
- * Whether child is a contender of a layout zklock reads, and if so its
- * sequence number and mode.  The last marker in the name counts: a uuid or
- * a kazoo identifier before it may contain anything.
+ * The layout of child's last marker and the sequence after it (digits), or
+ * -1 when it has none.  The last marker in the name counts: a uuid or a
+ * kazoo identifier before it may contain anything.
  */
-bool
-zkl_contender_parse(const char *child, zkl_contender_name *out)
+static int
+zkl_last_marker(const char *child, const char **digits)
 {
-	const char *digits = NULL;
-	bool		shared = false;
+	int			layout = -1;
 
+	*digits = NULL;
 	for (int i = 0; i < ZKL_NODE_LAYOUTS; i++)
 	{
 		const char *p = child;
@@ -123,17 +123,75 @@ zkl_contender_parse(const char *child, zkl_contender_name *out)
 		while ((hit = strstr(p, zkl_node_layouts[i].marker)) != NULL)
 		{
 			p = hit + strlen(zkl_node_layouts[i].marker);
-			if (digits == NULL || p > digits)
+			if (*digits == NULL || p > *digits)
 			{
-				digits = p;
-				shared = zkl_node_layouts[i].shared;
+				*digits = p;
+				layout = i;
 			}
 		}
 	}
-	if (digits == NULL || !zkl_seq_parse(digits, &out->seq))
+	return layout;
+}
+
+/*
+ * Whether child is a contender of a layout zklock reads, and if so its
+ * sequence number and mode.
+ */
+bool
+zkl_contender_parse(const char *child, zkl_contender_name *out)
+{
+	const char *digits;
+	int			layout = zkl_last_marker(child, &digits);
+
+	if (layout < 0 || !zkl_seq_parse(digits, &out->seq))
 		return false;
-	out->shared = shared;
+	out->shared = zkl_node_layouts[layout].shared;
 	return true;
+}
+
+/* Curator's family of a contender's layout: 0 mutex, 1 read-write, -1 none. */
+static int
+zkl_curator_family(const char *child)
+{
+	const char *digits;
+	int			layout = zkl_last_marker(child, &digits);
+	int32_t		seq;
+
+	if (layout < 0 || !zkl_seq_parse(digits, &seq))
+		return -1;
+	if (layout == ZKL_NODE_MUTEX)
+		return 0;
+	if (layout == ZKL_NODE_WRITE || layout == ZKL_NODE_READ)
+		return 1;
+	return -1;
+}
+
+/*
+ * Whether a lock directory mixes Curator's two lock layouts across own's
+ * node, an exclusive one: own has the mutex layout ("-lock-") and a child
+ * the read-write lock's ("__READ__", "__WRIT__"), or own is a read-write
+ * lock's writer and a child has the mutex layout.  zklock reads both, but
+ * Curator's InterProcessMutex reads only the first and its
+ * InterProcessReadWriteLock only the second: the Curator client may hold
+ * beside own's node, as if it were not there (zklock.exclusive_layout
+ * chooses own's layout).  A reader's node has no other layout: not asked.
+ */
+bool
+zkl_layouts_mixed(const char *const *children, int nchildren, const char *own)
+{
+	const char *digits;
+	int			mine = zkl_curator_family(own);
+
+	if (mine < 0 || zkl_last_marker(own, &digits) == ZKL_NODE_READ)
+		return false;
+	for (int i = 0; i < nchildren; i++)
+	{
+		int			theirs = zkl_curator_family(children[i]);
+
+		if (theirs >= 0 && theirs != mine)
+			return true;
+	}
+	return false;
 }
 
 /*

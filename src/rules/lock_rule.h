@@ -84,6 +84,7 @@ typedef struct zkl_decision
 } zkl_decision;
 
 extern bool zkl_contender_parse(const char *child, zkl_contender_name *out);
+extern bool zkl_layouts_mixed(const char *const *children, int nchildren, const char *own);
 extern bool zkl_lease_parse(const char *child, zkl_contender_name *out);
 extern int	zkl_seq_compare(int32_t a, int32_t b);
 extern void zkl_holders(const zkl_contender_name *queue, const char *const *owners,

@@ -312,3 +312,29 @@ zkl_wb_linger_left(const zkl_wb_linger_case * c)
 		return 0;
 	return bound - c->waited_us;
 }
+
+/*
+ * The handle in use is handle: when it is not the one counted, the count
+ * was of a handle now closed, whose answers may never all come (a close
+ * races with its answers), and it starts again from none.
+ */
+void
+zkl_wb_flight_handle(zkl_wb_flight *flight, uint32_t handle)
+{
+	if (flight->handle != handle)
+	{
+		flight->handle = handle;
+		flight->count = 0;
+	}
+}
+
+/*
+ * A multi sent on handle was answered: it counts off the handle's multis,
+ * never off those of a later handle, nor below none.
+ */
+void
+zkl_wb_flight_answered(zkl_wb_flight *flight, uint32_t handle)
+{
+	if (flight->handle == handle && flight->count > 0)
+		flight->count--;
+}

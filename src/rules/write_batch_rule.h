@@ -35,6 +35,18 @@ typedef struct zkl_wb_rtt
 	int64_t		previous;		/* the bucket before's, 0: none */
 }			zkl_wb_rtt;
 
+/*
+ * The multis in flight on the ZooKeeper handle in use (handle: its number,
+ * which grows each time a handle is closed).  An answer counts only for the
+ * handle that sent its multi: closing a handle forgets what it had in
+ * flight, so that an answer lost in the close can never hold later writes.
+ */
+typedef struct zkl_wb_flight
+{
+	uint32_t	handle;			/* the handle the count is of */
+	int			count;			/* its multis sent and not answered */
+} zkl_wb_flight;
+
 typedef enum zkl_wb_kind
 {
 	ZKL_WB_CREATE,				/* a lock request's contender node */
@@ -65,6 +77,8 @@ extern bool zkl_wb_hold(int in_flight, int n, bool connected, int64_t round_trip
 extern void zkl_wb_rtt_note(zkl_wb_rtt * rtt, int64_t sample_us, int64_t now_us);
 extern int64_t zkl_wb_rtt_shortest(const zkl_wb_rtt * rtt);
 extern zkl_wb_outcome zkl_wb_outcome_of(int multi_rc);
+extern void zkl_wb_flight_handle(zkl_wb_flight *flight, uint32_t handle);
+extern void zkl_wb_flight_answered(zkl_wb_flight *flight, uint32_t handle);
 
 /*
  * A lone delete waits for company at most this long, however far

@@ -58,6 +58,7 @@
  */
 #include "postgres.h"
 
+#include "common/hashfn.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -587,6 +588,37 @@ zkl_check_counter(zkl_slot *slot, zkl_event *ev)
 			 errhint("Let the lock be free for a moment, so that its directory empties and is removed: the counter starts again from 0.")));
 }
 
+/*
+ * Warn of a lock directory where an exclusive request's node and another's
+ * have Curator's two different lock layouts (lock_rule.c,
+ * zkl_layouts_mixed): zklock waits for both, but a Curator client waits for
+ * its own layout only.  Once per directory, as long as the worker remembers
+ * it (the last ZKL_MIXED_DIRS, by hash).
+ */
+#define ZKL_MIXED_DIRS	64
+static void
+zkl_check_layouts(zkl_slot *slot, zkl_event *ev)
+{
+	static uint32 warned[ZKL_MIXED_DIRS];
+	static int	next = 0;
+	uint32		h;
+
+	if (!zkl_layouts_mixed((const char *const *) ev->children, ev->nchildren, slot->node))
+		return;
+	h = hash_bytes((const unsigned char *) slot->dir, strlen(slot->dir)) | 1;
+	for (int i = 0; i < ZKL_MIXED_DIRS; i++)
+		if (warned[i] == h)
+			return;
+	warned[next] = h;
+	next = (next + 1) % ZKL_MIXED_DIRS;
+	ereport(WARNING,
+			(errmsg("lock directory \"%s\" mixes the mutex and the read-write lock layouts of Curator",
+					slot->dir),
+			 errdetail("This request's node has the %s layout; another node there has the other. Curator's InterProcessMutex does not see read-write lock nodes, nor its InterProcessReadWriteLock mutex nodes: a Curator client may hold the lock beside this request.",
+					   slot->kind == ZKL_NODE_MUTEX ? "mutex" : "read-write lock"),
+			 errhint("Give zklock.exclusive_layout the layout of the Curator clients of this lock in every session that takes it.")));
+}
+
 static void
 zkl_on_children(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 {
@@ -596,6 +628,7 @@ zkl_on_children(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 		return;
 	}
 	zkl_check_counter(slot, ev);
+	zkl_check_layouts(slot, ev);
 	/* Whether the directory's data is empty, for the batch's setData. */
 	if (ev->dir_stat && zkl_hooks.note_dir != NULL)
 		zkl_hooks.note_dir(slot->dir, ev->dir_version, ev->dir_data_len);

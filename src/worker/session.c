@@ -81,11 +81,19 @@ zkl_state_name(int state)
 	return "unknown";
 }
 
+/*
+ * The ZooKeeper handle's number: it grows each time one is closed, so that
+ * what counts a handle's requests in flight (write_batch.c) can tell the
+ * answers of a closed handle from those of the next.
+ */
+uint32		zkl_handle_number = 0;
+
 void
 zkl_close_session(void)
 {
 	if (zkl_zh == NULL)
 		return;
+	zkl_handle_number++;
 
 	/*
 	 * Closing runs outstanding completions (ZCLOSING); they are drained

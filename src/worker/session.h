@@ -25,6 +25,7 @@ extern bool zkl_closing_previous;
 extern zkl_beat zkl_heartbeat_state;
 extern TimestampTz zkl_heartbeat_sent_wall;
 
+extern uint32 zkl_handle_number;
 extern void zkl_close_session(void);
 extern void zkl_give_auth(void);
 extern void zkl_open_session(void);

@@ -20,7 +20,10 @@
  * recent round trip), what becomes ready waits for an answer and then leaves
  * together (write_batch_rule.c, zkl_wb_hold): under load each multi
  * carries what came while the one before it was answered, a group commit,
- * and ZooKeeper's work per lock falls with the load.
+ * and ZooKeeper's work per lock falls with the load.  The multis in
+ * flight are those of the handle in use: closing it forgets them, so that
+ * an answer lost in the close cannot hold every later batched write, and
+ * a closed handle's late answer counts off nothing of the next.
  *
  * One exception to "a lone request waits for nobody": a release's delete
  * that is all there is to send waits, for at most about one round trip to
@@ -104,6 +107,7 @@ typedef struct zkl_wb_op
 typedef struct zkl_wb_multi
 {
 	TimestampTz sent_at;		/* when zoo_amulti took it */
+	uint32		handle;			/* zkl_handle_number when it did */
 	int			nlock;			/* lock operations, first in ops[] */
 	int			nops;			/* ... and the setData of each create */
 	uintptr_t	ctx[ZKL_WB_MAX_OPS];	/* each lock operation's context */
@@ -128,8 +132,11 @@ static zkl_wb_op *zkl_wb_ops = NULL;
 static int	zkl_wb_nops = 0;
 static MemoryContext zkl_wb_cxt = NULL;
 
-/* Multis sent whose answer has not been handled yet. */
-static int	zkl_wb_in_flight = 0;
+/*
+ * Multis sent on the handle in use whose answer has not been handled yet:
+ * forgotten when the handle is closed (write_batch_rule.c).
+ */
+static zkl_wb_flight zkl_wb_in_flight = {0, 0};
 
 /*
  * When the lone delete kept back for company (zkl_wb_linger_left) must
@@ -424,7 +431,10 @@ zkl_multi_done(int rc, const void *data)
 			m->results[m->setop[i]].err == ZBADVERSION;
 		ev->multi_end = (i == m->nlock - 1);
 		if (ev->multi_end)
+		{
 			ev->multi_sent_at = m->sent_at;
+			ev->multi_handle = m->handle;
+		}
 		zkl_event_post(ev);
 	}
 	free(m);
@@ -503,6 +513,7 @@ zkl_wb_send_multi(zkl_wb_op **group, int n)
 	}
 
 	m->sent_at = GetCurrentTimestamp();
+	m->handle = zkl_handle_number;
 	rc = zoo_amulti(zkl_zh, m->nops, m->ops, m->results, zkl_multi_done, m);
 	if (rc != ZOK)
 	{
@@ -513,7 +524,7 @@ zkl_wb_send_multi(zkl_wb_op **group, int n)
 		return;
 	}
 
-	zkl_wb_in_flight++;
+	zkl_wb_in_flight.count++;
 	for (int i = 0; i < n; i++)
 		if (group[i]->kind == ZKL_WB_CREATE)
 			zkl_wb_known_of(group[i]->dir)->version++;
@@ -667,7 +678,8 @@ zkl_batch_flush(void)
 	}
 	zkl_wb_nops = n;
 	connected = zkl_zh != NULL && zkl_shared->session_state == ZKL_SESSION_CONNECTED;
-	if (zkl_wb_hold(zkl_wb_in_flight, n, connected, zkl_wb_rtt_shortest(&zkl_wb_rtts)))
+	zkl_wb_flight_handle(&zkl_wb_in_flight, zkl_handle_number);
+	if (zkl_wb_hold(zkl_wb_in_flight.count, n, connected, zkl_wb_rtt_shortest(&zkl_wb_rtts)))
 		return;
 	if (n == 1 && zkl_wb_ops[0].kind == ZKL_WB_DELETE && zkl_wb_linger(&zkl_wb_ops[0], false))
 		return;
@@ -758,8 +770,8 @@ zkl_batch_answered(zkl_event *ev)
 	zkl_wb_op	op;
 
 	/* The multi's last share: what was held for its answer may go. */
-	if (ev->multi_end && zkl_wb_in_flight > 0)
-		zkl_wb_in_flight--;
+	if (ev->multi_end)
+		zkl_wb_flight_answered(&zkl_wb_in_flight, ev->multi_handle);
 	if (ev->slotno < 0 || ev->slotno >= zkl_shared->nslots)
 		return;
 	op.kind = (zkl_wb_kind) ev->type;

@@ -615,6 +615,34 @@ test_handoff(void)
 		  "handoff: where numbers repeat, list again (exclusive grant)");
 }
 
+/*
+ * Issue 41, point 7: a directory that mixes Curator's mutex layout and its
+ * read-write lock's across zklock's node, which one of the Curator clients
+ * cannot see (the worker warns once per directory).
+ */
+static void
+test_layouts_mixed(void)
+{
+	const char *rw[] = {"_c_c-__READ__0000000001", "_c_me-lock-0000000002"};
+	const char *writer[] = {"_c_c-__WRIT__0000000001", "_c_me-lock-0000000002"};
+	const char *mutex[] = {"_c_c-lock-0000000001", "_c_me-__WRIT__0000000002"};
+	const char *same[] = {"_c_c-lock-0000000001", "_c_me-lock-0000000002", "k__lock__0000000003"};
+	const char *same_rw[] = {"_c_c-__READ__0000000001", "_c_me-__WRIT__0000000002"};
+	const char *odd[] = {"x-__READ__", "y-__WRIT__12", "_c_me-lock-0000000002"};
+	const char *kazoo[] = {"k__rlock__0000000001", "_c_me-lock-0000000002"};
+
+	check(zkl_layouts_mixed(rw, N(rw), rw[1]), "mixed: a Curator reader beside zklock's mutex node");
+	check(zkl_layouts_mixed(writer, N(writer), writer[1]), "mixed: a Curator writer beside zklock's mutex node");
+	check(zkl_layouts_mixed(mutex, N(mutex), mutex[1]), "mixed: a Curator mutex node beside zklock's writer");
+	check(!zkl_layouts_mixed(same, N(same), same[1]), "mixed: mutex nodes only (and kazoo's), not mixed");
+	check(!zkl_layouts_mixed(same_rw, N(same_rw), same_rw[1]), "mixed: read-write nodes only, not mixed");
+	check(!zkl_layouts_mixed(odd, N(odd), odd[2]), "mixed: names that are no contender do not count");
+	check(!zkl_layouts_mixed(kazoo, N(kazoo), kazoo[1]), "mixed: kazoo's readers are not Curator's layout");
+	check(!zkl_layouts_mixed(rw, N(rw), "no-marker"), "mixed: an own node of no layout: nothing to say");
+	check(!zkl_layouts_mixed(mutex, N(mutex), "_c_me-__READ__0000000002"),
+		  "mixed: a reader's node: the exclusive layout is not in question");
+}
+
 int
 main(void)
 {
@@ -630,5 +658,6 @@ main(void)
 	test_wrap();
 	test_handoff();
 	test_holders();
+	test_layouts_mixed();
 	return tap_done();
 }

@@ -335,6 +335,37 @@ test_must_list(void)
 	check(zkl_wb_must_list(-1), "a negative count: listed");
 }
 
+/*
+ * Issue 41, point 7: the multis in flight are counted per ZooKeeper handle.
+ * A handle closed with answers outstanding (one lost in the close race)
+ * must not hold the writes of the next handle for ever, and a late answer
+ * of the closed handle must not count off a multi of the new one.
+ */
+static void
+test_flight(void)
+{
+	zkl_wb_flight f = {0, 0};
+
+	zkl_wb_flight_handle(&f, 1);
+	f.count++;
+	f.count++;
+	zkl_wb_flight_answered(&f, 1);
+	check(f.count == 1, "flight: an answer of the handle in use counts off its multi");
+	check(zkl_wb_hold(f.count, 1, true, 0), "flight: its other multi still in flight holds ready writes");
+	/* The handle is closed; the last answer is lost in the close. */
+	zkl_wb_flight_handle(&f, 2);
+	check(f.count == 0, "flight: a new handle starts with nothing in flight");
+	check(!zkl_wb_hold(f.count, 1, true, 0), "flight: an answer lost with the closed handle holds nothing");
+	f.count++;
+	zkl_wb_flight_answered(&f, 1);
+	check(f.count == 1, "flight: a late answer of the closed handle counts off nothing of the new one");
+	zkl_wb_flight_answered(&f, 2);
+	zkl_wb_flight_answered(&f, 2);
+	check(f.count == 0, "flight: never below none");
+	zkl_wb_flight_handle(&f, 2);
+	check(f.count == 0, "flight: the same handle keeps its count");
+}
+
 int
 main(void)
 {
@@ -349,6 +380,7 @@ main(void)
 	test_random();
 	test_outcomes();
 	test_herd();
+	test_flight();
 	free(scratch);
 	return tap_done();
 }
