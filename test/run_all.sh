@@ -141,6 +141,12 @@ finish() {
 	if [ ${#FAILED_STAGES[@]} -gt 0 ]; then
 		echo "failed: ${FAILED_STAGES[*]}"
 	fi
+	# The failed TAP tests and their failing lines, here at the end, where a
+	# CI log cut to its last part still shows them.
+	if [[ " ${FAILED_STAGES[*]} " == *" prove "* ]] && [ -f "$WORK/prove.log" ]; then
+		sed -n '/^Test Summary Report/,$p' "$WORK/prove.log" | head -n 30
+		grep -E '^[[:space:]]*not ok|^# +(Failed test|Looks like)|Bail ?out|[Dd]ied|Dubious' "$WORK/prove.log" | head -n 30
+	fi
 	# Under CI a skip fails the run unless test/expected-skips names it for
 	# this major; a skip outside the TAP scripts (none is expected) always.
 	if [ -n "${CI:-}" ] && [ "$SKIPPED" -gt 0 ]; then

@@ -67,7 +67,9 @@ sub accepts
 sub connected
 {
 	my ($node) = @_;
-	return accepts($node) && zk_status_of($node)->{state} eq 'connected';
+	# psql, not safe_psql: a cluster may go into recovery between two calls.
+	my ($ret, $state) = $node->psql('postgres', 'SELECT state FROM zk_status()');
+	return $ret == 0 && $state eq 'connected';
 }
 
 # The pid of a backend of $node that holds 'counter' now, '' if none.
@@ -241,6 +243,10 @@ fault('(3) holding backend SIGKILL', sub {
 	expect_crash_restart($b, qr/(?:server process|client backend) \(PID $pid\) was terminated by signal 9: Killed/, 1);
 	my $t0 = time;
 	ok(kill('KILL', $pid), "(3) SIGKILL to b's backend $pid, which held counter");
+	# Until its postmaster has reaped the backend, b still accepts: wait for
+	# the crash restart to begin, then for b to accept again.
+	wait_until(sub { slurp_file($b->logfile, $off) =~ /all server processes terminated; reinitializing/ }, 30,
+		'b begins its crash restart');
 	wait_until(sub { accepts($b) }, 30, 'b accepts connections after its crash restart');
 	my $t_up = time;
 	wait_until(sub { connected($b) }, 15, 'b\'s new worker is connected');
