@@ -238,6 +238,10 @@ restart_with('corrupted password', sub {
 	chmod 0500, $dir or die "chmod: $!";
 	expect_crash_restart($a, qr/(?:server process|client backend) \(PID $pid\) was terminated by signal 9: Killed/, 1);
 	kill 'KILL', $pid;
+	# Until its postmaster has reaped the backend, a still answers: wait for
+	# the crash restart to begin first.
+	wait_until(sub { slurp_file($a->logfile, $off) =~ /all server processes terminated; reinitializing/ }, 60,
+		'a begins its crash restart');
 	my $up = wait_until(sub { connected($a) }, 60, 'a is connected after its crash restart');
 	ok($up, '(2) read-only data directory: the crash restart comes up and connects');
 	my $new = session_id($a);
