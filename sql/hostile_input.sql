@@ -152,8 +152,9 @@ FROM zk_lock_acquire(ARRAY['arr-b', 'arr-a', 'arr-b']) AS t;
 SELECT zk_lock_release_all();
 SELECT pg_temp.locks_left() AS nothing_left;
 
--- 10,000 names at once: more than zklock.max_locks_per_backend allows, then
--- more than the cluster's zklock.max_locks; either way 53400 and nothing held
+-- 10,000 names at once: more than zklock.max_locks_per_backend allows (the set
+-- is refused before anything is sent), then more than the cluster's
+-- zklock.max_locks; either way 53400 and nothing held
 SELECT pg_temp.try('SELECT cardinality(zk_lock_acquire(array_agg(''many-'' || i))) FROM generate_series(1, 10000) i') AS session_set;
 SELECT pg_temp.try('SELECT cardinality(zk_lock_acquire_xact(array_agg(''many-'' || i), ''30s'')) FROM generate_series(1, 10000) i') AS xact_set;
 SELECT pg_temp.locks_left() AS nothing_left;

@@ -601,6 +601,7 @@ zkl_acquire_set(const char **names, int n, bool xact, int64 timeout_ms, int64 *t
 	const char **order = palloc(sizeof(char *) * Max(n, 1));
 	int64	   *order_tokens = palloc(sizeof(int64) * Max(n, 1));
 	int			ndistinct = 0;
+	long		needed;
 	bool		try_only = timeout_ms == 0;
 	int64		limit_ms = zkl_wait_limit(timeout_ms);
 	TimestampTz deadline = 0;
@@ -612,6 +613,24 @@ zkl_acquire_set(const char **names, int n, bool xact, int64 timeout_ms, int64 *t
 	for (int i = 0; i < n; i++)
 		if (ndistinct == 0 || strcmp(order[ndistinct - 1], order[i]) != 0)
 			order[ndistinct++] = order[i];
+
+	/*
+	 * A set that cannot fit in this session's lock slots is refused whole
+	 * before anything is sent, rather than at its first member past the cap
+	 * after the others were asked for.  A member held already takes no new
+	 * slot; a name repeated is one lock.
+	 */
+	needed = zkl_locks != NULL ? hash_get_num_entries(zkl_locks) : 0;
+	for (int i = 0; i < ndistinct; i++)
+		if (zkl_find_local(order[i], ZKL_MODE_EXCLUSIVE) == NULL)
+			needed++;
+	if (needed > zkl_backend_cap())
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many ZooKeeper locks in one set"),
+				 errdetail("The set names %d distinct locks; with those this session holds, it would use %ld of its %d lock slots.",
+						   ndistinct, needed, zkl_backend_cap()),
+				 errhint("Take fewer locks at once, or raise zklock.max_locks_per_backend.")));
 
 	if (limit_ms > 0)
 		deadline = zkl_deadline_after(GetCurrentTimestamp(), limit_ms);

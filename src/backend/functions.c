@@ -216,6 +216,7 @@ zkl_acquire_set_sql(FunctionCallInfo fcinfo, bool xact)
 	int64	   *tokens;
 	Datum	   *result;
 	int64		timeout_ms = zkl_timeout_arg(fcinfo, 1);
+	char		key[ZKL_MAX_NAME_LEN + 1];
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -227,20 +228,6 @@ zkl_acquire_set_sql(FunctionCallInfo fcinfo, bool xact)
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("ZooKeeper lock names must be a one-dimensional array")));
 
-	/*
-	 * A set of more names than this session may hold locks is refused whole
-	 * before any work per element (each name's key takes ZKL_MAX_NAME_LEN + 1
-	 * bytes): duplicates count, as the array's length is all that is known
-	 * before the names are read.
-	 */
-	n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
-	if (n > zkl_backend_cap())
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("too many ZooKeeper lock names in one set"),
-				 errdetail("The array has %d elements; this session may hold at most %d ZooKeeper locks.",
-						   n, zkl_backend_cap()),
-				 errhint("Take fewer locks at once, or raise zklock.max_locks_per_backend.")));
 	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
 	if (n == 0)
 		ereport(ERROR,
@@ -255,8 +242,9 @@ zkl_acquire_set_sql(FunctionCallInfo fcinfo, bool xact)
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("ZooKeeper lock name must not be null"),
 					 errdetail("Element %d of the array is null.", i + 1)));
-		names[i] = palloc(ZKL_MAX_NAME_LEN + 1);
-		zkl_name_key(DatumGetTextPP(elems[i]), (char *) names[i]);
+		/* Each key as long as its name: memory in proportion to the array. */
+		zkl_name_key(DatumGetTextPP(elems[i]), key);
+		names[i] = pstrdup(key);
 	}
 
 	tokens = palloc(sizeof(int64) * n);
