@@ -170,13 +170,17 @@ zkl_dispatch(int slotno, bool connected)
 	zkl_work   *work = &zkl_works[slotno];
 	zkl_slot_state state;
 	bool		wanted;
+	bool		stranded;
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	state = slot->state;
 	wanted = slot->wanted;
+	stranded = slot->stranded;
 	LWLockRelease(zkl_shared->lock);
 
-	if (state == ZKL_SLOT_FREE || state == ZKL_SLOT_FAILED || state == ZKL_SLOT_LOST)
+	/* A hold lost whose node stays (zkl_strand) still has its delete to do. */
+	if (state == ZKL_SLOT_FREE || state == ZKL_SLOT_FAILED ||
+		(state == ZKL_SLOT_LOST && !stranded))
 		return;
 	if (!connected)
 	{
