@@ -373,9 +373,12 @@ zkl_report_if_lost(zkl_local_lock *lock)
  * refuse the delete (the worker could not tell: undeletable.c): wait for
  * the delete's answer, so that a refusal is said to the caller.  Returns
  * false once the worker found the delete refused (the node stays,
- * "stranded" in zk_locks); true once the slot is gone, or when there is no
- * session to send the delete on (it goes once one is back, and a refusal
- * then is logged and shown in zk_locks).
+ * "stranded" in zk_locks); true once the slot is gone: its node deleted,
+ * or gone with the session that made it.  Without a connection the wait
+ * goes on: the session may come back, and the delete then be refused.  It
+ * ends with the session at the latest (the worker gives a session up when
+ * it cannot prove it alive, and frees every slot given up with it), or by
+ * a cancel.
  */
 static bool
 zkl_wait_release(int slotno, uint32 generation)
@@ -386,18 +389,16 @@ zkl_wait_release(int slotno, uint32 generation)
 	{
 		bool		gone;
 		bool		stranded;
-		bool		connected;
 
 		LWLockAcquire(zkl_shared->lock, LW_SHARED);
 		gone = slot->generation != generation || slot->state == ZKL_SLOT_FREE;
 		stranded = !gone && slot->stranded;
-		connected = zkl_shared->session_state == ZKL_SESSION_CONNECTED;
 		LWLockRelease(zkl_shared->lock);
-		if (gone || !connected)
+		if (gone)
 			return true;
 		if (stranded)
 			return false;
-		/* The worker sets the latch; the timeout looks at the session. */
+		/* The worker sets the latch; the timeout is a safety net. */
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 1000, zkl_wait_event(ZKL_WAIT_WORKER));
 		ResetLatch(MyLatch);

@@ -188,8 +188,15 @@ zkl_give_up(int slotno, uint32 generation, bool counts_as_cancel, bool only_wait
 				slot->release_now = zkl_release_at_once;
 				zkl_queue_push(slotno);
 				break;
-			case ZKL_SLOT_FAILED:
 			case ZKL_SLOT_LOST:
+				/* Taken away, its node's delete refused: the worker's. */
+				if (slot->stranded)
+				{
+					slot->wanted = false;
+					break;
+				}
+				/* FALLTHROUGH */
+			case ZKL_SLOT_FAILED:
 				/* Nothing exists in ZooKeeper; the slot is ours to free. */
 				zkl_slot_clear(slot);
 				break;

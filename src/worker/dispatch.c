@@ -12,29 +12,66 @@
  */
 #include "postgres.h"
 
+#include "rules/pass_budget.h"
 #include "worker/dispatch.h"
 #include "worker/inspect.h"
 #include "worker/lock_recipe.h"
 #include "worker/semaphore.h"
 #include "worker/slot_steps.h"
 
-/* Dispatch every pending slot. */
+/* Slots a pass left to the next (pass_budget.c), at the head of zkl_pending. */
+static int	zkl_ndeferred = 0;
+
+/*
+ * Dispatch the pending slots, at most a pass's share (pass_budget.c): the
+ * rest, first in the list, are dispatched by the next pass, which comes at
+ * once (zkl_work_deferred).
+ */
 void
 zkl_run_pending(void)
 {
 	int			n = zkl_npending;
+	int			take = zkl_pass_take(n);
+	int			left = n - take;
+	int		   *kept = NULL;
 	bool		connected = zkl_zh != NULL &&
 	zkl_shared->session_state == ZKL_SESSION_CONNECTED;
 
-	/* Dispatch may mark slots pending again; those wait for the next round. */
+	if (left > 0)
+	{
+		kept = palloc(sizeof(int) * left);
+		memcpy(kept, zkl_pending + take, sizeof(int) * left);
+	}
+
+	/*
+	 * Dispatch may mark slots pending again; those wait for the next round.
+	 * Each is written at an index no higher than the one being dispatched (a
+	 * slot is in the list once), so the list is not overrun.
+	 */
 	zkl_npending = 0;
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < take; i++)
 	{
 		int			slotno = zkl_pending[i];
 
 		zkl_works[slotno].pending = false;
 		zkl_dispatch(slotno, connected);
 	}
+	/* Those left keep their turn, before the ones marked since. */
+	zkl_ndeferred = left;
+	if (left > 0)
+	{
+		memmove(zkl_pending + left, zkl_pending, sizeof(int) * zkl_npending);
+		memcpy(zkl_pending, kept, sizeof(int) * left);
+		zkl_npending += left;
+		pfree(kept);
+	}
+}
+
+/* Whether the last pass left slots to dispatch: the next pass comes at once. */
+bool
+zkl_work_deferred(void)
+{
+	return zkl_ndeferred > 0;
 }
 
 /* Redo the request that a connection loss cut off. */
@@ -133,13 +170,17 @@ zkl_dispatch(int slotno, bool connected)
 	zkl_work   *work = &zkl_works[slotno];
 	zkl_slot_state state;
 	bool		wanted;
+	bool		stranded;
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	state = slot->state;
 	wanted = slot->wanted;
+	stranded = slot->stranded;
 	LWLockRelease(zkl_shared->lock);
 
-	if (state == ZKL_SLOT_FREE || state == ZKL_SLOT_FAILED || state == ZKL_SLOT_LOST)
+	/* A hold lost whose node stays (zkl_strand) still has its delete to do. */
+	if (state == ZKL_SLOT_FREE || state == ZKL_SLOT_FAILED ||
+		(state == ZKL_SLOT_LOST && !stranded))
 		return;
 	if (!connected)
 	{

@@ -13,6 +13,7 @@
 
 extern void zkl_recipe_init(void);
 extern void zkl_run_pending(void);
+extern bool zkl_work_deferred(void);
 extern void zkl_dispatch(int slotno, bool connected);
 extern void zkl_handle_event(zkl_event *ev);
 

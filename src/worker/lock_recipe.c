@@ -764,23 +764,38 @@ zkl_on_own_watch(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
  * so does the slot, "stranded" in zk_locks, its delete tried again with the
  * heartbeat ticks (zkl_retry_stranded) until it works or the session ends
  * (zkl_session_lost frees it with every other slot given up).  A release
- * waiting for this answer is told.  Only a slot given up (RELEASING, or a
- * try's BUSY) is kept so; false otherwise.
+ * waiting for this answer is told.  A slot given up (RELEASING, or a try's
+ * BUSY; also one given up while the worker took it away) is kept so; so is
+ * a hold the worker took away (zklock.max_hold_time,
+ * a revocation obeyed): its backend is told the hold is lost, as for any
+ * take-away, and the slot, LOST, keeps the node until it is deleted.  False
+ * for any other slot.
  */
 static bool
 zkl_strand(int slotno, zkl_slot *slot)
 {
 	bool		kept;
+	bool		taken;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	kept = slot->take_reason == ZKL_TAKE_NONE &&
-		(slot->state == ZKL_SLOT_RELEASING || slot->state == ZKL_SLOT_BUSY);
+	taken = slot->state == ZKL_SLOT_HELD && slot->take_reason != ZKL_TAKE_NONE;
+	kept = slot->state == ZKL_SLOT_RELEASING || slot->state == ZKL_SLOT_BUSY ||
+		(slot->state == ZKL_SLOT_LOST && slot->stranded);
 	if (kept)
 	{
 		slot->stranded = true;
 		zkl_wake_backend(slot);
 	}
 	LWLockRelease(zkl_shared->lock);
+	if (taken)
+	{
+		/* Given up by its backend meanwhile: RELEASING, kept as such. */
+		if (!zkl_mark_lost_as(slotno, slot->take_reason == ZKL_TAKE_REVOKED ?
+							  "it was revoked" : "it was held longer than zklock.max_hold_time",
+							  true))
+			return zkl_strand(slotno, slot);
+		kept = true;
+	}
 	if (kept)
 		zkl_works[slotno].phase = ZKL_PH_STRANDED;
 	return kept;
@@ -802,6 +817,35 @@ zkl_retry_stranded(void)
 			zkl_mark_pending(i);
 		}
 	LWLockRelease(zkl_shared->lock);
+}
+
+/*
+ * The node of a hold taken away and stranded (zkl_strand) is gone: the slot
+ * is freed if its backend gave it up, else left LOST for the backend to
+ * free once it has seen the loss.
+ */
+static bool
+zkl_stranded_hold_gone(int slotno, zkl_slot *slot)
+{
+	bool		lost;
+	bool		keep = false;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	lost = slot->state == ZKL_SLOT_LOST;
+	if (lost)
+	{
+		keep = slot->wanted;
+		slot->stranded = false;
+		slot->node[0] = '\0';
+	}
+	LWLockRelease(zkl_shared->lock);
+	if (!lost)
+		return false;
+	if (keep)
+		zkl_end_work(&zkl_works[slotno]);
+	else
+		zkl_free_slot(slotno);
+	return true;
 }
 
 static void
@@ -828,6 +872,8 @@ zkl_on_deleted(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 						slot->dir, slot->node)));
 		zkl_delete_worked(slot->dir);
 	}
+	if (zkl_stranded_hold_gone(slotno, slot))
+		return;
 	if (fail_rc != 0)
 	{
 		/* The node of a failed request is gone: now report the failure. */

@@ -73,6 +73,15 @@ zkl_session_lost(const char *cause)
 			case ZKL_SLOT_BUSY:
 				free_it = true;
 				break;
+			case ZKL_SLOT_LOST:
+				/* A stranded node of a hold lost went with the session. */
+				if (slot->stranded)
+				{
+					slot->stranded = false;
+					slot->node[0] = '\0';
+					free_it = !slot->wanted;
+				}
+				break;
 			default:
 				break;
 		}
@@ -168,6 +177,13 @@ zkl_adopt_request(int slotno, zkl_slot *slot, zkl_work *work, zkl_slot_state sta
 			work->phase = known ? ZKL_PH_DELETING : ZKL_PH_RECOVERING;
 			/* As for a waiter: a lease may exist that it never saw. */
 			work->lease_unsure = zkl_lease_pending(slot);
+			work->retry = true;
+			return true;
+		case ZKL_SLOT_LOST:
+			/* A hold taken away whose node stays: its delete goes on. */
+			if (!slot->stranded || !known)
+				return false;
+			work->phase = ZKL_PH_STRANDED;
 			work->retry = true;
 			return true;
 		default:
@@ -322,8 +338,17 @@ zkl_reap_dead_backends(void)
 					reaped++;
 					last_pid = slot->pid;
 					break;
-				case ZKL_SLOT_FAILED:
 				case ZKL_SLOT_LOST:
+					/* A stranded node: the worker deletes it, then frees. */
+					if (slot->stranded)
+					{
+						reaped += slot->wanted ? 1 : 0;
+						last_pid = slot->pid;
+						slot->wanted = false;
+						break;
+					}
+					/* FALLTHROUGH */
+				case ZKL_SLOT_FAILED:
 					reaped++;
 					last_pid = slot->pid;
 					zkl_slot_clear(slot);

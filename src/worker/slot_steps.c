@@ -298,6 +298,16 @@ zkl_fail_slot(int slotno, int rc)
 bool
 zkl_mark_lost(int slotno, const char *cause)
 {
+	return zkl_mark_lost_as(slotno, cause, false);
+}
+
+/*
+ * zkl_mark_lost; with stranded, the node is kept (its delete was refused:
+ * it stays, "stranded" in zk_locks, and is tried again until it goes).
+ */
+bool
+zkl_mark_lost_as(int slotno, const char *cause, bool stranded)
+{
 	zkl_slot   *slot = &zkl_shared->slots[slotno];
 	bool		held;
 	bool		commit_waiting = false;
@@ -313,7 +323,10 @@ zkl_mark_lost(int slotno, const char *cause)
 	{
 		reason = slot->take_reason;
 		slot->state = ZKL_SLOT_LOST;
-		slot->node[0] = '\0';
+		if (stranded)
+			slot->stranded = true;
+		else
+			slot->node[0] = '\0';
 		pid = slot->pid;
 		commit_waiting = slot->commit_waiting;
 		fence_row = slot->fence_row;

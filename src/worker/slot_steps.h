@@ -165,6 +165,7 @@ extern void zkl_free_slot(int slotno);
 extern bool zkl_owns_node(const zkl_slot *slot);
 extern void zkl_fail_slot(int slotno, int rc);
 extern bool zkl_mark_lost(int slotno, const char *cause);
+extern bool zkl_mark_lost_as(int slotno, const char *cause, bool stranded);
 extern bool zkl_lease_pending(const zkl_slot *slot);
 extern char *zkl_leases_dir(const zkl_slot *slot);
 extern char *zkl_lease_path(const zkl_slot *slot);

@@ -26,6 +26,14 @@
  * session whose node is stranded (a successful delete there forgets it).
  * The last ZKL_DIR_VERDICTS directories are kept.
  *
+ * A verdict read from an ACL is also of the identities it was decided for:
+ * zklock.auth's when it was read, and the session's.  A reload of
+ * zklock.auth forgets every such verdict (the directory's ACL is read again
+ * for the new identity, which may be granted what the old one was not), and
+ * a verdict read in another session is not used: a new session has only the
+ * credentials zklock.auth gives now, and a directory that granted DELETE to
+ * the credentials of before would strand the node it let zklock make.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -34,6 +42,7 @@
 
 #include "common/cryptohash.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 
 #include "rules/clock.h"
 #include "rules/dir_acl.h"
@@ -42,6 +51,7 @@
 
 #define ZKL_DIR_VERDICTS	256
 #define ZKL_DIR_ACL_MS		(5 * 60 * 1000)
+#define ZKL_SHA1_LEN		20
 
 typedef struct zkl_dir_entry
 {
@@ -49,11 +59,36 @@ typedef struct zkl_dir_entry
 	zkl_dir_verdict verdict;
 	int64		session_id;		/* a refusal learnt from a delete: the session
 								 * whose node is stranded; 0: from the ACL */
+	int64		read_session;	/* from the ACL: the session it was read in */
 	int64		noted;			/* zkl_now() when it was learnt */
 } zkl_dir_entry;
 
 static zkl_dir_entry zkl_dirs[ZKL_DIR_VERDICTS];
 static int	zkl_dir_next = 0;
+
+/* zklock.auth when the verdicts read from ACLs were decided ("" for none). */
+static char *zkl_dir_auth = NULL;
+
+/*
+ * After a reload that changed zklock.auth, forget the verdicts read from
+ * ACLs: they were decided for the identity of before.
+ */
+static void
+zkl_dir_auth_check(void)
+{
+	const char *now = zkl_auth != NULL ? zkl_auth : "";
+
+	if (zkl_dir_auth != NULL && strcmp(zkl_dir_auth, now) == 0)
+		return;
+	if (zkl_dir_auth != NULL)
+	{
+		for (int i = 0; i < ZKL_DIR_VERDICTS; i++)
+			if (zkl_dirs[i].dir != NULL && zkl_dirs[i].session_id == 0)
+				zkl_dirs[i].noted = 0;
+		pfree(zkl_dir_auth);
+	}
+	zkl_dir_auth = MemoryContextStrdup(TopMemoryContext, now);
+}
 
 /* The entry of dir still valid, or NULL. */
 static zkl_dir_entry *
@@ -61,6 +96,7 @@ zkl_dir_find(const char *dir)
 {
 	int64		now = zkl_now();
 
+	zkl_dir_auth_check();
 	for (int i = 0; i < ZKL_DIR_VERDICTS; i++)
 	{
 		zkl_dir_entry *e = &zkl_dirs[i];
@@ -68,7 +104,8 @@ zkl_dir_find(const char *dir)
 		if (e->dir == NULL || strcmp(e->dir, dir) != 0)
 			continue;
 		if ((e->session_id != 0 && e->session_id != zkl_shared->session_id) ||
-			now - e->noted >= (int64) ZKL_DIR_ACL_MS * 1000)
+			(e->session_id == 0 && e->read_session != zkl_shared->session_id) ||
+			e->noted == 0 || now - e->noted >= (int64) ZKL_DIR_ACL_MS * 1000)
 			return NULL;
 		return e;
 	}
@@ -94,6 +131,7 @@ zkl_dir_note(const char *dir, zkl_dir_verdict verdict, int64 session_id)
 	}
 	e->verdict = verdict;
 	e->session_id = session_id;
+	e->read_session = zkl_shared->session_id;
 	e->noted = zkl_now();
 }
 
@@ -122,6 +160,45 @@ zkl_undeletable(const char *dir)
 }
 
 /*
+ * SHA-1 of len bytes into out, with PostgreSQL's cryptohash.  Built with
+ * OpenSSL, the server's cryptohash registers its context with
+ * CurrentResourceOwner, which the worker has none of outside this call: a
+ * resource owner of its own is made for it, and deleted once the context is
+ * freed.  False when it could not be computed.
+ */
+static bool
+zkl_sha1(const char *in, size_t len, uint8 *out)
+{
+	ResourceOwner outer = CurrentResourceOwner;
+	ResourceOwner own = ResourceOwnerCreate(NULL, "zklock digest");
+	bool		ok = false;
+
+	CurrentResourceOwner = own;
+	PG_TRY();
+	{
+		pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA1);
+
+		if (ctx != NULL)
+		{
+			ok = pg_cryptohash_init(ctx) == 0 &&
+				pg_cryptohash_update(ctx, (const uint8 *) in, len) == 0 &&
+				pg_cryptohash_final(ctx, out, ZKL_SHA1_LEN) == 0;
+			pg_cryptohash_free(ctx);
+		}
+	}
+	PG_FINALLY();
+	{
+		CurrentResourceOwner = outer;
+		ResourceOwnerRelease(own, RESOURCE_RELEASE_BEFORE_LOCKS, false, true);
+		ResourceOwnerRelease(own, RESOURCE_RELEASE_LOCKS, false, true);
+		ResourceOwnerRelease(own, RESOURCE_RELEASE_AFTER_LOCKS, false, true);
+		ResourceOwnerDelete(own);
+	}
+	PG_END_TRY();
+	return ok;
+}
+
+/*
  * zklock's digest id, "<user>:<base64 of SHA-1 of user:password>", as the
  * server keeps it for zklock.auth; NULL without zklock.auth, or when it
  * cannot be computed (then only world entries are known to be zklock's).
@@ -129,22 +206,13 @@ zkl_undeletable(const char *dir)
 static char *
 zkl_digest_id(void)
 {
-	pg_cryptohash_ctx *ctx;
-	uint8		sha1[20];
-	char		b64[ZKL_BASE64_SIZE(20)];
+	uint8		sha1[ZKL_SHA1_LEN];
+	char		b64[ZKL_BASE64_SIZE(ZKL_SHA1_LEN)];
 	const char *colon;
-	bool		ok;
 
 	if (zkl_auth == NULL || zkl_auth[0] == '\0' || (colon = strchr(zkl_auth, ':')) == NULL)
 		return NULL;
-	ctx = pg_cryptohash_create(PG_SHA1);
-	if (ctx == NULL)
-		return NULL;
-	ok = pg_cryptohash_init(ctx) == 0 &&
-		pg_cryptohash_update(ctx, (const uint8 *) zkl_auth, strlen(zkl_auth)) == 0 &&
-		pg_cryptohash_final(ctx, sha1, sizeof(sha1)) == 0;
-	pg_cryptohash_free(ctx);
-	if (!ok)
+	if (!zkl_sha1(zkl_auth, strlen(zkl_auth), sha1))
 		return NULL;
 	zkl_base64(sha1, sizeof(sha1), b64);
 	return psprintf("%.*s:%s", (int) (colon - zkl_auth), zkl_auth, b64);

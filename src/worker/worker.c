@@ -31,6 +31,7 @@
 #include "pg_compat.h"
 #include "rules/clock.h"
 #include "rules/heartbeat.h"
+#include "rules/pass_budget.h"
 #include "shared/wait_events.h"
 #include "worker/dispatch.h"
 #include "worker/lock_recipe.h"
@@ -149,14 +150,37 @@ zkl_log_library_line(const char *line)
 	zkl_log_kinds[hit].suppressed = 0;
 }
 
+/*
+ * Answers a pass left to the next one (pass_budget.c), in their order:
+ * handled before any that came since.
+ */
+static zkl_event *zkl_events_left = NULL;
+
+/*
+ * Handle ZooKeeper's answers and watches, in the order they came, at most
+ * a pass's share (pass_budget.c): the rest waits for the next pass, which
+ * comes at once (zkl_sleep_time), after this one's heartbeat.
+ */
 static void
 zkl_drain_events(void)
 {
-	zkl_event  *ev = zkl_events_take();
+	zkl_event  *ev = zkl_events_left;
+	bool		taken = ev == NULL;
+	int			handled = 0;
 
+	/* Those left first; the ones that came since only after them. */
+	zkl_events_left = NULL;
+	if (taken)
+		ev = zkl_events_take();
 	while (ev)
 	{
 		zkl_event  *next = ev->next;
+
+		if (!zkl_pass_may_handle(handled++))
+		{
+			zkl_events_left = ev;
+			break;
+		}
 
 		if (ev->kind == ZKL_EV_SESSION)
 			zkl_handle_session_event(ev->state);
@@ -186,6 +210,11 @@ zkl_drain_events(void)
 			zkl_handle_event(ev);
 		zkl_event_free(ev);
 		ev = next;
+		if (ev == NULL && !taken)
+		{
+			ev = zkl_events_take();
+			taken = true;
+		}
 	}
 }
 
@@ -377,6 +406,9 @@ zkl_sleep_time(int64 shutdown_deadline)
 	/* A release's delete kept back for company leaves on time. */
 	if (zkl_batch_due() != 0 && (next == 0 || zkl_batch_due() < next))
 		next = zkl_batch_due();
+	/* Work a pass left for the next (pass_budget.c): at once. */
+	if (zkl_events_left != NULL || zkl_work_deferred())
+		return 0;
 	if (connected && zkl_work_pending())
 	{
 		int64		retry = zkl_after_ms(now, ZKL_PENDING_RETRY_MS);
