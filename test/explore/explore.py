@@ -1883,8 +1883,14 @@ def scenarios(st, features):
 
 	@st.composite
 	def scenario(draw):
-		f = draw(st.sampled_from(sorted(features)))
+		# Features with many kinds of step weigh more (fence's nine
+		# writes, PL/pgSQL's four blocks), so that each kind weighs about
+		# like a feature of one kind.
+		f = draw(st.sampled_from(sorted(features) + [x for x in ("fence", "fence", "plpgsql") if x in features]))
 		s = draw(st.sampled_from([0, 0, 1, 2]))
+		if f == "stall":
+			# The stalled COMMIT waits on b (zklock.on_lock_lost = error).
+			s = draw(st.sampled_from([2, 2, 2, 0]))
 		o = draw(st.sampled_from([x for x in (0, 1, 2) if x != s]))
 		k = draw(st.sampled_from([0, 0, 1]))
 		c = CLUSTER_OF[s]
@@ -1896,6 +1902,7 @@ def scenarios(st, features):
 		if fn == "set":
 			mode = "exclusive"
 		end = draw(st.sampled_from(["commit", "commit", "commit", "stall", "rollback", "none"]))
+		key = None	# the feature's moment that matters (a place in steps), if not the COMMIT
 		write = draw(st.sampled_from(["local", "local", "fdw", "notify"] if "fdw" in features and "notify" in features
 									 else ["local"]))
 		if f == "core":
@@ -1907,11 +1914,14 @@ def scenarios(st, features):
 			body = [(draw(st.sampled_from(["open_cursor", "declare"])), s, k, draw(st.booleans())), ("write", s, write),
 					("fetch_in_savepoint", s) if sp else ("fetch", s)]
 			acquire = draw(st.booleans())
+			key = -1	# before the FETCH
 		elif f == "fdw":
 			body = draw(st.permutations([("write", s, "fdw"), ("write", s, "local")]))[:draw(st.sampled_from([1, 2, 2]))]
+			key = 0		# before the writes
 		elif f == "prepare":
 			body = [("write", s, write), ("prepare", s), ("finish_prepared", draw(st.sampled_from([s, o])), draw(st.booleans()))]
 			end = "none"
+			key = -1	# between PREPARE and its end
 		elif f == "stall":
 			if draw(st.booleans()):
 				pre = [("hold_limit", s)]
@@ -1922,10 +1932,18 @@ def scenarios(st, features):
 		elif f == "fence":
 			kind = draw(st.sampled_from(["orm", "orm_reload", "upsert", "on_conflict", "own", "merge",
 										 "child_update", "child_insert", "delete"]))
-			if draw(st.booleans()):
+			# Fencing is for a leader elected elsewhere: most scenarios
+			# have one, and an application that writes beside it seldom
+			# waits for its lock first.
+			leader = draw(st.sampled_from([True, True, True, False]))
+			# A fence table is per database: its leader is a session of
+			# the same cluster (there is one on b, so the scenario runs on a).
+			if leader:
+				s = draw(st.sampled_from([0, 0, 1]))
+				c, o = CLUSTER_OF[s], 1 - s
 				pre = [("leader", o)]
 			k = 0
-			acquire = draw(st.booleans())
+			acquire = draw(st.sampled_from([True, False, False, False] if leader else [True, False]))
 			mode, scope, fn = "exclusive", draw(st.sampled_from(["xact", "session"])), "acquire"
 			body = [("fenced", s, kind)]
 		elif f == "acl":
@@ -1952,15 +1970,19 @@ def scenarios(st, features):
 			body = [("write", s, "notify")]
 			if pre:
 				after = [("notify_unblock", c)]
+				end = draw(st.sampled_from(["commit", "commit", "stall", "rollback"]))
 		elif f == "job":
 			acquire = False
 			body = [("job", s, k)]
 			end = "none"
+			key = 1		# while it runs
 		elif f == "downgrade":
 			mode, scope, fn, acquire = "exclusive", "session", "acquire", True
 			body = [("downgrade", s, k, draw(st.booleans())), ("check", s, k)]
 			if draw(st.booleans()):
-				pre = [("acquire", o, k, "exclusive", "session", "acquire")]
+				# Another session queued behind the exclusive hold.
+				body.insert(0, ("acquire", o, k, "exclusive", "session", "acquire"))
+			key = -1	# before the check
 		elif f == "plpgsql":
 			body = [("plpgsql", s, k, draw(st.sampled_from(["exception", "cursor", "fetch_exc", "proc"])))]
 		elif f == "semaphore":
@@ -1969,7 +1991,12 @@ def scenarios(st, features):
 		steps = list(pre)
 		if acquire:
 			steps.append(("acquire", s, k, mode, scope, fn))
+		first = len(steps)
+		if key is not None:
+			key = first + (key if key >= 0 else len(body) + key)
 		steps += body
+		if end in ("commit", "stall") and key is None:
+			key = len(steps) + 1	# during (a stalled one) or right after the COMMIT
 		if end == "commit":
 			steps.append(("commit", s))
 		elif end == "stall":
@@ -1982,7 +2009,7 @@ def scenarios(st, features):
 			steps.append(("acquire", o, k, "exclusive", draw(st.sampled_from(["xact", "session"])), "acquire"))
 		steps += after
 		# The fault, at one of the moments that matter.
-		nem = [("nemesis_delete", s, k), ("nemesis_delete", s, k), None]
+		nem = [("nemesis_delete", s, k), ("nemesis_delete", s, k), ("nemesis_delete", s, k), None]
 		if "cut" in features:
 			nem += [("cut", c)]
 		if "revoke" in features:
@@ -1995,7 +2022,13 @@ def scenarios(st, features):
 			nem += [("kz_try", k, True, True)]
 		fault = draw(st.sampled_from(nem))
 		if fault is not None:
-			at = draw(st.integers(len(pre) + (1 if acquire else 0), len(steps)))
+			# Half the time at the feature's moment that matters (during
+			# or right after the COMMIT, before a FETCH, between PREPARE
+			# and its end, ...), else anywhere after the acquire.
+			if key is not None and key <= len(steps) and draw(st.booleans()):
+				at = key
+			else:
+				at = draw(st.integers(first, len(steps)))
 			steps.insert(at, fault)
 		if draw(st.booleans()):
 			steps.append(("pause",))
@@ -2152,13 +2185,16 @@ def explore(ex, features, seed, args, out):
 			raise
 
 	batch = 0
+	# Each batch's seed is drawn from the run's seed: neighbouring seeds
+	# (seed + batch) would repeat programs of another run's batches.
+	batch_seeds = random.Random(seed)
 	while now() < end_explore:
 		batch += 1
 		state.update(best=None, shrink_end=None)
 		test = settings(max_examples=20, deadline=None, database=None, derandomize=False, print_blob=False,
 						suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
 						phases=[Phase.generate, Phase.shrink])(given(programs)(attempt))
-		test = hseed(seed + batch)(test)
+		test = hseed(batch_seeds.randrange(1 << 31))(test)
 		try:
 			test()
 		except Exception:
