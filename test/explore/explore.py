@@ -2160,7 +2160,7 @@ def explore(ex, features, seed, args, out):
 	start = now()
 	end_explore = start + args.seconds
 	found = []
-	state = {"best": None, "shrink_end": None, "fail_at": None}
+	state = {"best": None, "shrink_end": None, "fail_at": None, "kind": None}
 	known = set()	# with --keep-going: the kinds already found pass
 
 	def attempt(program):
@@ -2171,13 +2171,20 @@ def explore(ex, features, seed, args, out):
 		try:
 			ex.run_program(program)
 		except Violation as v:
-			if str(v).split(":")[0] in known:
+			kind = str(v).split(":")[0]
+			if kind in known:
+				return
+			if state["kind"] is not None and kind != state["kind"]:
+				# Shrinking keeps to the first violation's kind: another one
+				# met on the way would take its place and lose its script.
+				print(f"explore: while shrinking, another violation, left to a later batch: {v}", flush=True)
 				return
 			script = ex.format_script()
 			best = state["best"]
 			if best is None or len(program) < len(best[0]) or (len(program) == len(best[0]) and len(script) < len(best[2])):
 				state["best"] = (list(program), str(v), script)
 			if state["shrink_end"] is None:
+				state["kind"] = kind
 				state["fail_at"] = now()
 				budget = args.shrink_seconds if args.shrink_seconds is not None else max(600, args.seconds)
 				state["shrink_end"] = now() + budget
@@ -2190,7 +2197,7 @@ def explore(ex, features, seed, args, out):
 	batch_seeds = random.Random(seed)
 	while now() < end_explore:
 		batch += 1
-		state.update(best=None, shrink_end=None)
+		state.update(best=None, shrink_end=None, kind=None)
 		test = settings(max_examples=20, deadline=None, database=None, derandomize=False, print_blob=False,
 						suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
 						phases=[Phase.generate, Phase.shrink])(given(programs)(attempt))
