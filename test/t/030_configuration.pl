@@ -173,12 +173,6 @@ my $st1 = status($a);
 is($st1->{state} . ' ' . $st1->{server}, "connected $zk1->{connect}", '(1) A is connected to ZK1');
 is($st1->{negotiated_timeout}, '10000', '(1) A negotiated 10 s');
 
-reload_with($a, "zklock.session_timeout = '4s'", 'zklock.session_timeout', '4s');
-sleep 2;    # let the worker absorb the reload
-my $st2 = status($a);
-is($st2->{session_id} . ' ' . $st2->{negotiated_timeout} . ' ' . $st2->{state}, "$st1->{session_id} 10000 connected",
-	'(1) a reload of zklock.session_timeout leaves the current session and its timeout alone (next session)');
-
 # A reload onto another list of the same ensemble's servers (here the same
 # server and a dead one) moves the session: the worker restarts, reattaches
 # to its session, and the lock held meanwhile is still held.
@@ -195,6 +189,15 @@ is($st_same->{session_id} . ' ' . $st_same->{server}, "$st1->{session_id} $zk1->
 	'(1) a reload of zklock.hosts onto servers of the same ensemble keeps the session');
 is(lock_of($a, $t_move_pid, 'kept'), 'held', '(1) ... and kept is still held');
 is($t_move->query_safe("SELECT zk_lock_check('kept')"), 't', '(1) ... zk_lock_check(kept) is true');
+
+# After the move within the ensemble (so that the restarted worker's
+# reattachment is judged with the 10 s it last negotiated; see
+# doc/failures.md on a timeout reloaded before a worker restart).
+reload_with($a, "zklock.session_timeout = '4s'", 'zklock.session_timeout', '4s');
+sleep 2;    # let the worker absorb the reload
+my $st2 = status($a);
+is($st2->{session_id} . ' ' . $st2->{negotiated_timeout} . ' ' . $st2->{state}, "$st1->{session_id} 10000 connected",
+	'(1) a reload of zklock.session_timeout leaves the current session and its timeout alone (next session)');
 
 # A reload onto another ensemble: ZK2 does not know the session, so the
 # worker's reattachment ends it as expired, kept is lost, and a new session
