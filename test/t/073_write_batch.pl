@@ -49,21 +49,6 @@ my $a = zklock_node('a', $zk, hosts => $wire->{connect}, session_timeout => '4s'
 wait_until(sub { zk_status_of($a)->{state} eq 'connected' }, 30, 'A is connected through the relay');
 my $wpid = worker_pid($a);
 
-my $frozen;
-END { kill('CONT', $frozen) if $frozen; }
-
-sub freeze
-{
-	kill('STOP', $wpid) or die "SIGSTOP: $!";
-	$frozen = $wpid;
-	wait_until(sub { proc_state($wpid) eq 'T' }, 5, 'the worker is stopped');
-}
-
-sub thaw
-{
-	kill('CONT', $wpid);
-	$frozen = undef;
-}
 
 my @s = map { bg_session($a) } 1 .. 4;
 my @pid = map { $_->query_safe('SELECT pg_backend_pid()') } @s;
@@ -96,14 +81,14 @@ sub show_ops
 sub acquire_together
 {
 	my (@names) = @_;
-	freeze();
+	freeze_worker($wpid);
 	for my $i (0 .. $#names)
 	{
 		bg_start($s[$i], "SELECT zk_lock_acquire('$names[$i]', '60s')");
 	}
 	wait_until(sub { $a->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE state = 'waiting'") == @names },
 		10, 'every request is posted');
-	thaw();
+	thaw_worker($wpid);
 	my @tokens;
 	for my $i (0 .. $#names)
 	{
@@ -119,12 +104,12 @@ sub acquire_together
 sub release_together
 {
 	my (@names) = @_;
-	freeze();
+	freeze_worker($wpid);
 	for my $i (0 .. $#names)
 	{
 		is(bg_result($s[$i], "SELECT zk_lock_release('$names[$i]')"), 't', "$names[$i] is released");
 	}
-	thaw();
+	thaw_worker($wpid);
 	wait_until(sub { !grep { zk_ls($zk, "/zklock/$_") } @names }, 30, 'the released nodes are gone');
 }
 
@@ -234,13 +219,13 @@ zk_create($zk, "/zklock/$_") for @d;
 my $gone = held_znode($a, $pid[1], $d[1]);
 $from = scalar($wire->ops);
 my $c3 = counters();
-freeze();
+freeze_worker($wpid);
 ok(zk_delete($zk, $gone), '(3) an operator deletes del2\'s node while the worker is frozen');
 for my $i (0 .. $#d)
 {
 	is(bg_result($s[$i], "SELECT zk_lock_release('$d[$i]')"), 't', "(3) $d[$i] is released");
 }
-thaw();
+thaw_worker($wpid);
 wait_until(sub { !grep { zk_ls($zk, "/zklock/$_") } @d }, 30, 'the released nodes are gone');
 is(join(',', map { zk_ls($zk, "/zklock/$_") } @d), '', '(3) no node is left');
 @ops = ops_since($from);
@@ -275,11 +260,11 @@ learn('(5)', @e);
 my $old_session = zk_status_of($a)->{session_id};
 $wire->lose_answer([14], '/zklock/exp1/');
 $wire->refuse;
-freeze();
+freeze_worker($wpid);
 bg_start($s[$_], "SELECT zk_lock_acquire('$e[$_]', '60s')") for 0 .. 2;
 wait_until(sub { $a->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE state = 'waiting'") == 3 },
 	10, 'every request is posted');
-thaw();
+thaw_worker($wpid);
 wait_until(sub { $wire->fired }, 30, 'the multi went');
 # The multi's nodes are the old session's ephemerals: they go with it.
 wait_until(sub { !grep { zk_ls($zk, "/zklock/$_") } @e }, 30, 'ZooKeeper expired A\'s session');

@@ -21,21 +21,6 @@ my $zk = zk_start(1);
 my $a = zklock_node('a', $zk);
 my $wpid = worker_pid($a);
 
-my $frozen;
-END { kill('CONT', $frozen) if $frozen; }
-
-sub freeze
-{
-	kill('STOP', $wpid) or die "SIGSTOP: $!";
-	$frozen = $wpid;
-	wait_until(sub { proc_state($wpid) eq 'T' }, 5, 'the worker is stopped');
-}
-
-sub thaw
-{
-	kill('CONT', $wpid);
-	$frozen = undef;
-}
 
 zk_create($zk, '/zklock/w', undef, '--parents');
 my $kazoo = kazoo_peer($zk);
@@ -45,12 +30,12 @@ my @s = map { bg_session($a) } 1 .. 2;
 
 # Two acquires in one pass: a multi with both creates and the setData of
 # each directory, refused for w's: the worker learns that w refuses it.
-freeze();
+freeze_worker($wpid);
 bg_start($s[0], "SELECT zk_lock_acquire('w', '30s')");
 bg_start($s[1], "SELECT zk_lock_acquire('v', '30s')");
 wait_until(sub { $a->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE state = 'waiting'") == 2 },
 	10, 'both requests are posted');
-thaw();
+thaw_worker($wpid);
 for my $s (@s)
 {
 	my ($out, $err) = bg_collect($s);
@@ -61,7 +46,7 @@ is(bg_result($s[1], "SELECT zk_lock_release('v')"), 't', 'v is released');
 for my $round (1 .. 3)
 {
 	# The release and the try of w, in one pass of the worker.
-	freeze();
+	freeze_worker($wpid);
 	bg_start($s[0], "SELECT zk_lock_release('w'), zk_lock_try('w')");
 	wait_until(
 		sub {
@@ -70,7 +55,7 @@ for my $round (1 .. 3)
 		},
 		10,
 		'the try is posted');
-	thaw();
+	thaw_worker($wpid);
 	my ($out, $err) = bg_collect($s[0]);
 	like($out, qr/^t\|t$/m, "round $round: release then try of w: true, the lock was free") or diag($err);
 	is(scalar(zk_ls($zk, '/zklock/w')), 1, "round $round: one node in w's directory, the try's");

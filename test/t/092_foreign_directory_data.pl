@@ -25,21 +25,6 @@ my $zk = zk_start(1);
 my $a = zklock_node('a', $zk);
 my $wpid = worker_pid($a);
 
-my $frozen;
-END { kill('CONT', $frozen) if $frozen; }
-
-sub freeze
-{
-	kill('STOP', $wpid) or die "SIGSTOP: $!";
-	$frozen = $wpid;
-	wait_until(sub { proc_state($wpid) eq 'T' }, 5, 'the worker is stopped');
-}
-
-sub thaw
-{
-	kill('CONT', $wpid);
-	$frozen = undef;
-}
 
 my @s = map { bg_session($a) } 1 .. 3;
 
@@ -47,7 +32,7 @@ my @s = map { bg_session($a) } 1 .. 3;
 sub together
 {
 	my ($what, @names) = @_;
-	freeze();
+	freeze_worker($wpid);
 	bg_start($s[$_], "SELECT zk_lock_acquire('$names[$_]', '30s')") for 0 .. $#names;
 	wait_until(
 		sub {
@@ -55,7 +40,7 @@ sub together
 		},
 		10,
 		'every request is posted');
-	thaw();
+	thaw_worker($wpid);
 	for my $i (0 .. $#names)
 	{
 		my ($out, $err) = bg_collect($s[$i]);

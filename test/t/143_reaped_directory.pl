@@ -28,21 +28,6 @@ my $zk = zk_start(1);
 my $a = zklock_node('a', $zk, conf => "log_min_messages = debug1\n");
 my $wpid = worker_pid($a);
 
-my $frozen;
-END { kill('CONT', $frozen) if $frozen; }
-
-sub freeze
-{
-	kill('STOP', $wpid) or die "SIGSTOP: $!";
-	$frozen = $wpid;
-	wait_until(sub { proc_state($wpid) eq 'T' }, 5, 'the worker is stopped');
-}
-
-sub thaw
-{
-	kill('CONT', $wpid);
-	$frozen = undef;
-}
 
 my @s = map { bg_session($a) } 1 .. 2;
 my @names = qw(r q);
@@ -51,11 +36,11 @@ my @names = qw(r q);
 sub both_in_one_pass
 {
 	my ($label) = @_;
-	freeze();
+	freeze_worker($wpid);
 	bg_start($s[$_], "SELECT zk_lock_acquire('$names[$_]', '30s')") for 0 .. 1;
 	wait_until(sub { $a->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE state = 'waiting'") == 2 },
 		10, "$label: both requests are posted");
-	thaw();
+	thaw_worker($wpid);
 	for my $i (0 .. 1)
 	{
 		my ($out, $err) = bg_collect($s[$i]);

@@ -26,7 +26,7 @@ use ZklockTest::ZooKeeper;
 
 our @EXPORT = qw(
   zklock_node bg_session sql_result bg_result
-  worker_pid worker_pid_os proc_state
+  worker_pid worker_pid_os proc_state freeze_worker thaw_worker
   zk_status_of lock_state committed queue_waiter bg_start bg_collect waiter_grant held_znode diag_locks
   sqlstate_of sql_sqlstate bg_sqlstate
   expect_in_log expect_crash_restart zklock_wait_event fdw_loop
@@ -211,6 +211,12 @@ else worker_pid_os's.
 The process state letter from /proc (R, S, T for stopped, ...), '' when
 the process is gone.
 
+=item freeze_worker($pid), thaw_worker($pid)
+
+Stop the worker with SIGSTOP (and wait until /proc says it is stopped), so
+that the requests posted meanwhile reach it in one pass; let it go on with
+SIGCONT.  A worker still frozen when the test ends is let go then.
+
 =back
 
 =cut
@@ -242,6 +248,26 @@ sub worker_pid
 		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'zklock worker'");
 	return $pid if $ret == 0 && defined $pid && $pid ne '';
 	return worker_pid_os($node);
+}
+
+my %frozen;
+END { kill('CONT', $_) for keys %frozen; }
+
+sub freeze_worker
+{
+	my ($pid) = @_;
+	kill('STOP', $pid) or die "SIGSTOP: $!";
+	$frozen{$pid} = 1;
+	wait_until(sub { proc_state($pid) eq 'T' }, 5, 'the worker is stopped');
+	return;
+}
+
+sub thaw_worker
+{
+	my ($pid) = @_;
+	kill('CONT', $pid);
+	delete $frozen{$pid};
+	return;
 }
 
 sub proc_state
