@@ -148,6 +148,7 @@ check-static:
 	python3 $(srcdir)/test/tools/script_check.py $(srcdir) || { echo "an extension script relies on search_path"; status=1; }; \
 	python3 $(srcdir)/test/tools/metadata_check.py $(srcdir) || { echo "the metadata disagree with the project"; status=1; }; \
 	bash $(srcdir)/test/tools/ci_run_check.sh $(srcdir) || status=1; \
+	bash $(srcdir)/test/tools/tap_compile_check.sh $(srcdir) $(dir $(PGXS))../../src/test/perl || status=1; \
 	$(MAKE) -s -C $(srcdir)/test/unit PG_CONFIG=$(PG_CONFIG) all || status=1; \
 	[ "$(LINT)" = no ] || cppcheck -j$(shell nproc) --quiet --error-exitcode=1 --std=c99 --enable=warning,performance,portability \
 		--suppress='*:/usr/include/*' --suppress='*:$(shell $(PG_CONFIG) --includedir-server)/*' \

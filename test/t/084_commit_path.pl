@@ -61,23 +61,24 @@ my $p = bg_session($a);
 $p->query_safe('\set VERBOSITY verbose');
 my $p_pid = $p->query_safe('SELECT pg_backend_pid()');
 
+# The worker is stopped past the proof's margin, with the library's
+# freeze_worker, and resumed with its thaw_worker.
 my $frozen = 0;
-END { kill('CONT', $frozen) if $frozen; }
 
-sub freeze_worker
+sub freeze_past_proof
 {
 	my ($what) = @_;
-	my $worker = worker_pid($a);
-	ok(kill('STOP', $worker), "$what: SIGSTOP to the worker ($worker)");
-	$frozen = $worker;
+	$frozen = worker_pid($a);
+	freeze_worker($frozen);
+	pass("$what: the worker ($frozen) is stopped");
 	# Past a third of the 4 s session timeout, the last answer proves nothing.
 	sleep(2);
 	return;
 }
 
-sub thaw_worker
+sub thaw
 {
-	kill('CONT', $frozen) if $frozen;
+	thaw_worker($frozen) if $frozen;
 	$frozen = 0;
 	return;
 }
@@ -115,11 +116,11 @@ is(remote_committed('fdw-ok'), '1', '(1) ... and lands');
 # (2) A transaction whose only write is foreign.
 # ---------------------------------------------------------------------
 is(bg_result($p, "SELECT zk_lock_acquire('G', '10s') > 0"), 't', '(2) P holds G in session scope');
-freeze_worker('(2)');
+freeze_past_proof('(2)');
 ($state, $err) = bg_sqlstate($p, "INSERT INTO remote_work VALUES ('fdw-only')");
 is($state, 'ZK002', '(2) a foreign-only INSERT fails with ZK002 without the proof') or diag($err);
 like($err, qr/could not confirm the ZooKeeper session before commit/, '(2) ... for want of proof');
-thaw_worker();
+thaw();
 is(remote_committed('fdw-only'), '0', '(2) the foreign row is not committed');
 # The frozen worker let the session expire: the release may report G lost.
 bg_sqlstate($p, "SELECT zk_lock_release('G')");
@@ -137,11 +138,11 @@ is(bg_result($p, "SELECT zk_lock_acquire('N', '10s') > 0"), 't', '(3) P holds N'
 bg_start($p, "BEGIN; INSERT INTO work VALUES ('notify-cut'); NOTIFY ch, 'p'; COMMIT");
 ok(wait_until(sub { $a->safe_psql('postgres', "SELECT wait_event_type FROM pg_stat_activity WHERE pid = $p_pid") eq 'Lock' },
 		15, 'P waits for the NOTIFY lock'), '(3) P\'s COMMIT waits for the NOTIFY queue\'s lock');
-freeze_worker('(3)');
+freeze_past_proof('(3)');
 $a->safe_psql('postgres', "SELECT pg_cancel_backend($q_pid)");
 my ($out);
 ($out, $err) = bg_collect($p);
-thaw_worker();
+thaw();
 is(sqlstate_of($err), 'ZK002', '(3) once the lock is free, P\'s COMMIT needs a fresh proof and fails') or diag($err);
 is(committed($a, 'notify-cut'), '0', '(3) P\'s row is not committed');
 bg_collect($q);
