@@ -9,8 +9,12 @@
  * had the session alive after the heartbeat left, so the proof is the
  * time it left (never the time the answer came).  A follower cut off from
  * its leader goes on answering reads, so nothing else the worker hears
- * moves the proof; nor does a (re)connection, whose event may have waited
- * in the worker's queue: it asks for a heartbeat at once instead.
+ * moves the proof, but for one answer: a server that accepts a handle's
+ * reconnection to its session has the leader revalidate the session, so
+ * the session was alive after the handle was opened, since every connect
+ * request of a handle leaves after that.  The reconnection's event may have
+ * waited in the worker's queue, so that is all it proves; it asks for a
+ * heartbeat at once as well.
  *
  *-------------------------------------------------------------------------
  */
@@ -18,14 +22,22 @@
 #include "rules/heartbeat.h"
 
 /*
- * The session is connected, after a connection loss (same_session) or as
- * a new session, whose proof starts from nothing.
+ * The session is connected, after a connection loss or a restart of the
+ * worker (same_session), or as a new session, whose proof starts from
+ * nothing.  A session the server accepted again was alive at or after
+ * handle_opened, the time the handle that reconnected was opened (0 when
+ * unknown): the proof is never older than that.  A worker restarted with a
+ * shorter zklock.session_timeout would otherwise judge its predecessor's
+ * proof by the new timeout and give up a session ZooKeeper has just
+ * accepted.
  */
 void
-zkl_beat_connected(zkl_beat *beat, bool same_session)
+zkl_beat_connected(zkl_beat *beat, bool same_session, int64_t handle_opened)
 {
 	if (!same_session)
 		beat->proof = 0;
+	else if (handle_opened > beat->proof)
+		beat->proof = handle_opened;
 	beat->at_once = true;
 }
 

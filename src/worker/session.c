@@ -43,6 +43,13 @@ static int	zkl_backoff_ms = 0;
 int64		zkl_next_connect = 0;	/* zkl_now() */
 
 /*
+ * When the handle in use was opened (zkl_now()): a server's acceptance of
+ * the session on that handle proves the session alive from then on
+ * (heartbeat.c, zkl_beat_connected).
+ */
+static int64 zkl_handle_opened = 0;
+
+/*
  * After a crash restart the previous incarnation's session may still hold
  * nodes of dead backends.  Its id and password survive in a file in the
  * data directory (session_file.c, which also says why a copy of the data
@@ -170,6 +177,7 @@ zkl_open_session(void)
 	/* The library's threads must inherit a mask that keeps our signals out. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
+	zkl_handle_opened = zkl_now();
 	zkl_zh = zookeeper_init2(zkl_hosts, zkl_session_watcher, zkl_session_timeout,
 							 reattach ? &cid : NULL, NULL, 0, zkl_library_log);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -230,12 +238,14 @@ zkl_set_session_state(zkl_session_state state)
 		const char *server = zoo_get_current_server(zkl_zh);
 
 		/*
-		 * No proof yet: the event may have waited in the queue while the loop
-		 * was busy, so the handshake is older than now.  A heartbeat goes out
-		 * at once instead; its answer is the proof.  A proof of another
-		 * session proves nothing about this one.
+		 * The handshake proves only that the session was alive after this
+		 * handle was opened: the event may have waited in the queue while
+		 * the loop was busy, so the handshake is older than now.  A
+		 * heartbeat goes out at once; its answer is the next proof.  A proof
+		 * of another session proves nothing about this one.
 		 */
-		zkl_beat_connected(&zkl_heartbeat_state, zkl_shared->session_id == cid->client_id);
+		zkl_beat_connected(&zkl_heartbeat_state, zkl_shared->session_id == cid->client_id,
+						   zkl_handle_opened);
 		zkl_shared->proof_sent = zkl_heartbeat_state.proof;
 		zkl_shared->session_id = cid->client_id;
 		memcpy(zkl_shared->session_passwd, cid->passwd, sizeof(cid->passwd));

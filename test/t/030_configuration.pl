@@ -190,9 +190,8 @@ is($st_same->{session_id} . ' ' . $st_same->{server}, "$st1->{session_id} $zk1->
 is(lock_of($a, $t_move_pid, 'kept'), 'held', '(1) ... and kept is still held');
 is($t_move->query_safe("SELECT zk_lock_check('kept')"), 't', '(1) ... zk_lock_check(kept) is true');
 
-# After the move within the ensemble (so that the restarted worker's
-# reattachment is judged with the 10 s it last negotiated; see
-# doc/failures.md on a timeout reloaded before a worker restart).
+# After the move within the ensemble, so that the move is shown with the
+# 10 s session (148 shows a restart onto a shortened timeout).
 reload_with($a, "zklock.session_timeout = '4s'", 'zklock.session_timeout', '4s');
 sleep 2;    # let the worker absorb the reload
 my $st2 = status($a);

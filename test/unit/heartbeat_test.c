@@ -3,8 +3,9 @@
  * heartbeat_test.c
  *		Unit tests of heartbeat.c: when the worker sends a heartbeat and
  *		what its answer proves.  The proof is the time a heartbeat left,
- *		moved only by a heartbeat's own answer; a (re)connection asks for
- *		one at once and proves nothing by itself; a send the library
+ *		moved by a heartbeat's own answer and by the session's acceptance
+ *		on a handle, to no later than the handle's opening; a
+ *		(re)connection asks for a heartbeat at once; a send the library
  *		refused is sent again, never waited for.
  *
  *-------------------------------------------------------------------------
@@ -40,7 +41,7 @@ main(void)
 	memset(&b, 0, sizeof(b));
 
 	/* A new session: no proof, a heartbeat at once. */
-	zkl_beat_connected(&b, false);
+	zkl_beat_connected(&b, false, zkl_now());
 	check(b.proof == 0, "a new session is not proven by its connection");
 	check(zkl_beat_due(&b, false, 500, zkl_now()), "a heartbeat is due at once after connecting");
 	check(zkl_beat_next(&b, 500, zkl_now()) == zkl_now(), "and the worker does not sleep before it");
@@ -60,23 +61,49 @@ main(void)
 	zkl_beat_sent(&b, true, zkl_now());
 	check(!zkl_beat_answered(&b, false) && b.proof == t0, "a failed heartbeat proves nothing");
 
-	/* A reconnection of the same session: the proof stays, no stamp. */
+	/*
+	 * A reconnection of the same session on a handle opened before the last
+	 * proof: the proof stays, no stamp of the event's time.
+	 */
 	pass_ms(100);
-	zkl_beat_connected(&b, true);
-	check(b.proof == t0, "a reconnection stamps no contact: the proof stays what the last answer proved");
+	zkl_beat_connected(&b, true, t0 - 1000);
+	check(b.proof == t0, "a reconnection on an older handle stamps no contact: the proof stays what the last answer proved");
 	check(zkl_beat_due(&b, false, 500, zkl_now()), "and asks for a heartbeat at once");
 	zkl_beat_sent(&b, true, zkl_now());
 	check(!b.at_once, "which is then sent");
 	zkl_beat_answered(&b, true);
 
+	/*
+	 * A restarted worker's new handle is accepted: the session was alive
+	 * after the handle was opened, however long the event then waited.
+	 */
+	t0 = b.proof;
+	pass_ms(2900);
+	{
+		int64_t		opened = zkl_now();
+
+		pass_ms(400);
+		zkl_beat_connected(&b, true, opened);
+		check(b.proof == opened, "the session's acceptance on a new handle proves it alive from the handle's opening");
+		check(!zkl_give_up_due(b.proof, 4000, zkl_now()),
+			  "so a shorter timeout does not give up the session ZooKeeper just accepted");
+		check(zkl_give_up_due(t0, 4000, zkl_now()),
+			  "as the predecessor's proof alone would have");
+		check(zkl_beat_due(&b, false, 500, zkl_now()), "a heartbeat is still asked for at once");
+	}
+	zkl_beat_connected(&b, true, 0);
+	check(b.proof != 0, "a handle of unknown opening leaves the proof as it is");
+	zkl_beat_sent(&b, true, zkl_now());
+	zkl_beat_answered(&b, true);
+
 	/* Another session: the old proof goes. */
-	zkl_beat_connected(&b, false);
+	zkl_beat_connected(&b, false, zkl_now());
 	check(b.proof == 0, "a proof of another session proves nothing about this one");
 	zkl_beat_session_ended(&b);
 	check(b.proof == 0 && !b.at_once, "an ended session has no proof");
 
 	/* A send refused at once is retried, not waited for. */
-	zkl_beat_connected(&b, true);
+	zkl_beat_connected(&b, true, 0);
 	zkl_beat_sent(&b, false, zkl_now());
 	check(!b.in_flight, "a refused heartbeat is not awaited");
 	check(!zkl_beat_due(&b, true, 500, zkl_now()), "it is not resent in a busy loop");
