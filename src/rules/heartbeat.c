@@ -29,16 +29,35 @@
  * unknown): the proof is never older than that.  A worker restarted with a
  * shorter zklock.session_timeout would otherwise judge its predecessor's
  * proof by the new timeout and give up a session ZooKeeper has just
- * accepted.
+ * accepted.  But a session whose proof had already run out by the timeout
+ * it was judged by (timeout_ms, at now) is not proven again: the worker
+ * should have given it up before the acceptance was handled, and the
+ * acceptance may rest on a revalidation older than the handle or on a
+ * touch racing the session's expiry in the server.
  */
 void
-zkl_beat_connected(zkl_beat *beat, bool same_session, int64_t handle_opened)
+zkl_beat_connected(zkl_beat *beat, bool same_session, int64_t handle_opened,
+				   int timeout_ms, int64_t now)
 {
 	if (!same_session)
 		beat->proof = 0;
-	else if (handle_opened > beat->proof)
+	else if (handle_opened > beat->proof && !zkl_give_up_due(beat->proof, timeout_ms, now))
 		beat->proof = handle_opened;
 	beat->at_once = true;
+}
+
+/*
+ * The timeout a session is judged by once (re)connected, ms: what the server
+ * negotiated, but never more than the session was judged by before
+ * (previous_ms, 0 for a new session).  A reconnection may ask for a longer
+ * timeout and be granted it, yet a new leader rebuilds its sessions with the
+ * timeout each was created with: a longer zklock.session_timeout applies to
+ * a new session only.  A shorter one applies at once, which is safe.
+ */
+int
+zkl_judged_timeout(int previous_ms, int negotiated_ms)
+{
+	return previous_ms > 0 && previous_ms < negotiated_ms ? previous_ms : negotiated_ms;
 }
 
 /* The session expired or was closed: nothing proves the next one. */

@@ -27,7 +27,9 @@ typedef struct zkl_beat
 /* Retry delay of a heartbeat the library would not send, ms. */
 #define ZKL_BEAT_RETRY_MS	100
 
-extern void zkl_beat_connected(zkl_beat *beat, bool same_session, int64_t handle_opened);
+extern void zkl_beat_connected(zkl_beat *beat, bool same_session, int64_t handle_opened,
+							   int timeout_ms, int64_t now);
+extern int	zkl_judged_timeout(int previous_ms, int negotiated_ms);
 extern void zkl_beat_session_ended(zkl_beat *beat);
 extern bool zkl_beat_due(const zkl_beat *beat, bool asked, int interval_ms, int64_t now);
 extern int64_t zkl_beat_next(const zkl_beat *beat, int interval_ms, int64_t now);

@@ -238,18 +238,27 @@ zkl_set_session_state(zkl_session_state state)
 		const char *server = zoo_get_current_server(zkl_zh);
 
 		/*
-		 * The handshake proves only that the session was alive after this
-		 * handle was opened: the event may have waited in the queue while
-		 * the loop was busy, so the handshake is older than now.  A
-		 * heartbeat goes out at once; its answer is the next proof.  A proof
-		 * of another session proves nothing about this one.
+		 * The same session only if there was one: a stale event of a closed
+		 * handle, handled before the next handle connected, names none.  The
+		 * handshake proves only that the session was alive after this handle
+		 * was opened: the event may have waited in the queue while the loop
+		 * was busy, so the handshake is older than now.  A heartbeat goes out
+		 * at once; its answer is the next proof.  A proof of another session
+		 * proves nothing about this one.  Both are judged by the timeout the
+		 * session had before (heartbeat.c).
 		 */
-		zkl_beat_connected(&zkl_heartbeat_state, zkl_shared->session_id == cid->client_id,
-						   zkl_handle_opened);
+		bool		same_session;
+
+		same_session = zkl_shared->session_id != 0 &&
+			zkl_shared->session_id == cid->client_id;
+		zkl_beat_connected(&zkl_heartbeat_state, same_session, zkl_handle_opened,
+						   zkl_shared->negotiated_timeout, zkl_now());
 		zkl_shared->proof_sent = zkl_heartbeat_state.proof;
 		zkl_shared->session_id = cid->client_id;
 		memcpy(zkl_shared->session_passwd, cid->passwd, sizeof(cid->passwd));
-		zkl_shared->negotiated_timeout = zoo_recv_timeout(zkl_zh);
+		zkl_shared->negotiated_timeout =
+			zkl_judged_timeout(same_session ? zkl_shared->negotiated_timeout : 0,
+							   zoo_recv_timeout(zkl_zh));
 		strlcpy(zkl_shared->server, server ? server : "", sizeof(zkl_shared->server));
 		zkl_shared->connected_since = now;
 	}
@@ -299,6 +308,16 @@ zkl_handle_session_event(int state)
 		if (state == ZOO_CONNECTED_STATE || state == ZOO_EXPIRED_SESSION_STATE ||
 			state == ZOO_AUTH_FAILED_STATE)
 			zkl_finish_closing_previous(state);
+		return;
+	}
+	if (state == ZOO_CONNECTED_STATE &&
+		(zkl_zh == NULL || zoo_client_id(zkl_zh)->client_id == 0))
+	{
+		/*
+		 * A stale event of a closed handle: no handle is open, or the one in
+		 * use has not connected yet (a connected handle always has its
+		 * session's id).
+		 */
 		return;
 	}
 	if (state == ZOO_CONNECTED_STATE)
