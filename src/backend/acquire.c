@@ -489,11 +489,11 @@ zkl_request(const char *name, zkl_mode mode, int permits, bool xact, bool try_on
 
 	zkl_local_init();
 	zkl_make_key(key, name, mode);
+	zkl_report_lost_before_acquire(name, mode);
 
 	lock = hash_search(zkl_locks, key, HASH_FIND, &found);
 	if (found)
 	{
-		zkl_report_if_lost(lock);
 		/* Reentrant: stack on the hold we have; ZooKeeper is not asked. */
 		zkl_count_hold(lock, xact, key);
 		*token = lock->token;

@@ -369,6 +369,32 @@ zkl_report_if_lost(zkl_local_lock *lock)
 }
 
 /*
+ * Report a lost hold of name before an acquire takes anything: the hold
+ * of the mode asked for, and for a lock the other mode's too (exclusive
+ * first).  Were the loss of the other mode found only at the statement's
+ * end, the statement would fail with ZK002 and leave the hold it had just
+ * counted (a session-scope one outlives the error): held, and never seen
+ * granted.  Reported here, the loss drops what rested on the lost hold (an
+ * exclusive node kept for a lost read goes), and nothing is held.
+ */
+void
+zkl_report_lost_before_acquire(const char *name, zkl_mode mode)
+{
+	zkl_local_lock *lock;
+
+	if (mode == ZKL_MODE_SEMAPHORE)
+	{
+		if ((lock = zkl_find_local(name, mode)) != NULL)
+			zkl_report_if_lost(lock);
+		return;
+	}
+	if ((lock = zkl_find_local(name, ZKL_MODE_EXCLUSIVE)) != NULL)
+		zkl_report_if_lost(lock);
+	if ((lock = zkl_find_local(name, ZKL_MODE_SHARED)) != NULL)
+		zkl_report_if_lost(lock);
+}
+
+/*
  * The release gave the slot up, its node made in a directory whose ACL may
  * refuse the delete (the worker could not tell: undeletable.c): wait for
  * the delete's answer, so that a refusal is said to the caller.  Returns

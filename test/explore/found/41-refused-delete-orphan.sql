@@ -1,5 +1,5 @@
 -- zklock explorer: a violation, found after 418 s (seed 45, batch 20)
--- replay in CI: no: issue 41's point 2 (refused deletes) is still open on main; this script fails there until it is fixed
+-- fixed by issue 41: a delete refused by the directory's ACL is reported and its node never left behind
 -- Q: at quiescence, nodes left {'x19701.587.l0': ['_c_f42fc7f2-bfa7-40f0-9512-d20731ec3072-lock-0000000000']}, slots used {'a': 0, 'b': 0}
 -- replay: python3 test/explore/explore.py --replay THIS_FILE
 -- program: [["finish_prepared", 1, true], ["cut", "b"], ["kz_acl_dir", 0, "delete"], ["declare", 0, 0, false], ["prepare", 1], ["heal", "b"], ["fetch_in_savepoint", 0], ["begin", 1]]

@@ -1,5 +1,5 @@
 -- zklock explorer: a violation, found on main (86f490b, main's 0453311 merged) after 133 s of the 60-minute run (seed 4545, batch 3)
--- replay in CI: no: issue 41's point 2 (refused deletes) is still open on main: the try's node, made in a directory that refuses zklock's deletes, is stranded
+-- fixed by issue 41: a directory that refuses zklock's deletes is refused before a node is made in it (42501)
 -- Q: at quiescence, nodes left {'x28967.53.l0': ['_c_e0450e43-3064-453d-8006-2710e84ab96c-lock-0000000000']}, slots used {'a': 0, 'b': 0}
 -- replay: python3 test/explore/explore.py --replay THIS_FILE
 -- program: [["kz_acl_dir", 0, "delete"], ["write", 0, "local"], ["thaw", "b"], ["revoke", 0], ["commit", 2], ["release_then_try", 0, 0], ["thaw", "b"]]

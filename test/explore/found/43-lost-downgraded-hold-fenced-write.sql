@@ -1,5 +1,5 @@
 -- zklock explorer: a violation, found on main (2de8162) after 329 s of the 60-minute run (seed 4646, batch 7)
--- replay in CI: no: found at the end of a stop and not yet analysed: after a downgraded hold (exclusive released, shared kept) is lost, a write presenting zk_lock_token() of that lock (NULL: no longer held) commits into a fenced table
+-- fixed: an acquire is told of the loss of its lock, in either mode, before it takes anything (t/149); before, it stacked on the exclusive node kept for the lost read and held the lock after its ZK002
 -- F(own token): s0 committed a fenced write (own) without holding the fence's lock
 -- replay: python3 test/explore/explore.py --replay THIS_FILE
 -- program: [["acquire", 0, 0, "exclusive", "session", "acquire"], ["downgrade", 0, 0, true], ["nemesis_delete", 0, 0], ["leader", 0]]

@@ -1,0 +1,105 @@
+# An acquire is told of its lock's loss before it takes anything, whatever
+# mode was lost.  Found by the explorer (found/43-lost-downgraded-hold-
+# fenced-write.sql): a session held lock docs exclusively, took it shared
+# and released the exclusive hold (its node stays, kept for the read), and
+# an operator deleted the shared node.  zk_lock_acquire('docs') then
+# stacked on the kept exclusive node, and only the statement's end told of
+# the lost read: ZK002, and yet the session held the lock, for the session,
+# with a token it had never been shown (a fenced write with
+# zk_lock_token('docs') then committed).  Now:
+#  (1) that acquire fails with ZK002 and leaves nothing: no hold in
+#      zk_locks, zk_lock_token NULL, no node in ZooKeeper (the kept
+#      exclusive node goes with the read it was kept for), a fenced write
+#      presenting zk_lock_token() refused, zk_fence_table without a token
+#      refused (ZK004), and another cluster takes the lock at once;
+#  (2) a lone shared hold lost, then an exclusive acquire: ZK002, and no
+#      exclusive node was made;
+#  (3) after the loss was told, the next acquire is granted as usual.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
+use ZklockTest;
+use Test::More;
+
+my $zk = zk_start(1);
+my $a = zklock_node('a', $zk);
+my $b = zklock_node('b', $zk);
+fenced_docs($a);
+$a->safe_psql('postgres', q{
+INSERT INTO docs VALUES (1, 'init', 1);
+GRANT EXECUTE ON FUNCTION zk_lock_acquire_shared(text, interval), zk_lock_token(text) TO app;
+});
+my $dir = '/zklock/docs';
+
+# The node by which backend $pid holds docs in $mode.
+sub node_of
+{
+	my ($pid, $mode) = @_;
+	return $a->safe_psql('postgres',
+		"SELECT coalesce((SELECT znode FROM zk_locks WHERE pid = $pid AND name = 'docs' AND mode = '$mode'), '')");
+}
+
+# The error of a statement of session $s, cleared.
+sub error_of
+{
+	my ($s, $sql) = @_;
+	$s->query($sql);
+	my $err = $s->{stderr};
+	$s->{stderr} = '';
+	return $err;
+}
+
+# What backend $pid holds of docs, as zk_locks says.
+sub holds_of
+{
+	my ($pid) = @_;
+	return $a->safe_psql('postgres',
+		"SELECT count(*) FROM zk_locks WHERE pid = $pid AND name = 'docs'");
+}
+
+# (1) The downgraded hold.
+my $s = docs_writer($a);
+my $pid = $s->query_safe('SELECT pg_backend_pid()');
+is($s->query_safe("SELECT zk_lock_acquire('docs', '5s') > 0"), 't', '(1) the session holds docs exclusively');
+is($s->query_safe("SELECT zk_lock_acquire_shared('docs', '5s') > 0 AND zk_lock_release('docs')"), 't',
+	'(1) it takes docs shared and releases the exclusive hold');
+is(zk_nchildren($zk, $dir), 2, '(1) both nodes are in ZooKeeper: the exclusive one is kept for the read');
+my $read = node_of($pid, 'shared');
+ok($read ne '' && zk_delete($zk, $read), '(1) an operator deletes the shared node');
+ok(wait_until(sub { $a->safe_psql('postgres',
+	"SELECT count(*) FROM zk_locks WHERE pid = $pid AND name = 'docs' AND mode = 'shared' AND state = 'lost'") eq '1' },
+	15, 'the read turns lost'), '(1) zk_locks shows the read lost');
+
+like(error_of($s, "SELECT zk_lock_acquire('docs', '2s')"), qr/ZK002: ZooKeeper lock "docs" was lost/, '(1) the acquire fails with ZK002');
+is($s->query_safe("SELECT zk_lock_token('docs') IS NULL"), 't', '(1) zk_lock_token is NULL: nothing is held');
+is(holds_of($pid), '0', '(1) zk_locks shows no hold of docs for the session');
+zk_wait_empty($zk, $dir, '(1) the kept exclusive node went with the lost read');
+like(error_of($s, "BEGIN; UPDATE docs SET body = 'stale', token = zk_lock_token('docs') WHERE id = 1"),
+	qr/22004: null fencing token/, '(1) a fenced write presenting zk_lock_token() is refused');
+$s->query_safe('ROLLBACK');
+like(error_of($s, "SELECT zk_fence_table('docs', 'docs')"), qr/ZK004/, '(1) zk_fence_table without a token is refused (ZK004)');
+is(doc_row($a, 1), 'init:1', '(1) the row is as it was');
+is($b->safe_psql('postgres', "SELECT zk_lock_try('docs')"), 't', '(1) another cluster takes docs at once');
+zk_wait_empty($zk, $dir, '(1) after the other cluster\'s session ended');
+
+# (2) A lone read lost, then an exclusive acquire.
+is($s->query_safe("SELECT zk_lock_acquire_shared('docs', '5s') > 0"), 't', '(2) the session holds docs shared');
+$read = node_of($pid, 'shared');
+ok($read ne '' && zk_delete($zk, $read), '(2) an operator deletes the shared node');
+ok(wait_until(sub { lock_state($a, $pid, 'docs') eq 'lost' }, 15, 'the read turns lost'),
+	'(2) zk_locks shows the read lost');
+like(error_of($s, "SELECT zk_lock_acquire('docs', '2s')"), qr/ZK002: ZooKeeper lock "docs" was lost/, '(2) the exclusive acquire fails with ZK002');
+is(holds_of($pid), '0', '(2) no hold is left, exclusive or shared');
+is(zk_nchildren($zk, $dir), 0, '(2) no exclusive node was made');
+
+# (3) Told once: the next acquire is granted.
+is($s->query_safe("SELECT zk_lock_acquire('docs', '5s') > 0"), 't', '(3) the next acquire is granted');
+is(error_of($s, "UPDATE docs SET body = 'held', token = zk_lock_token('docs') WHERE id = 1"), '',
+	'(3) the holder\'s fenced write commits');
+like(doc_row($a, 1), qr/^held:\d+$/, '(3) with its token');
+$s->quit;
+zk_wait_empty($zk, $dir, 'after the session ended');
+
+done_testing();
