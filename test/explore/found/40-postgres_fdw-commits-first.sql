@@ -1,19 +1,13 @@
--- zklock explorer: a violation, found after 1622 s (seed 45, batch 53)
--- O1: COMMIT failed (ERROR ZK002: could not confirm the ZooKeeper session before commit) but rows of its transaction are visible
+-- zklock explorer: a violation, found on 51d208a after 1141 s (seed 49, batch 12, the 30-minute run of issue 45)
+-- O1(fdw): COMMIT failed (ERROR ZK002: ZooKeeper lock "x28088.328.l0" was lost) but rows of its transaction are visible
 -- replay: python3 test/explore/explore.py --replay THIS_FILE
--- program: [["write", 1, "fdw"], ["write", 1, "local"], ["open_cursor", 1, 1, true], ["cut", "a"]]
-[s1@a] BEGIN
-[s1@a] --   BEGIN
-[s1@a] INSERT INTO fledger (tag, lock, sess) VALUES ('1559.s1.1', '', 's1')
-[s1@a] --   INSERT 0 1
-[s1@a] INSERT INTO ledger (tag, lock, sess) VALUES ('1559.s1.1', '', 's1')
-[s1@a] --   INSERT 0 1
-[s1@a] DECLARE c1 CURSOR FOR SELECT 1 / (2 - i) AS q, zk_lock_acquire_xact('x19701.1559.l1', '2s') AS t FROM generate_series(1, 3) i
-[s1@a] --   DECLARE CURSOR
-[s1@a] FETCH 1 FROM c1
-[s1@a] --   FETCH 1 (1, 4772)
-[nemesis] cut cluster a off ZooKeeper; wait 7 s (its session of 4 s expires)
-[s1@a] COMMIT
-[s1@a] -- (still running; the program goes on)
-[s1@a] -- (returned: ERROR ZK002: could not confirm the ZooKeeper session before commit)
-[nemesis] reconnect cluster a to ZooKeeper
+-- program: [["acquire", 0, 0, "shared", "session", "acquire"], ["nemesis_delete", 0, 0], ["write", 0, "fdw"]]
+[s0@a] SELECT zk_lock_acquire_shared('x28088.328.l0', '2s')
+[s0@a] --   SELECT 1 (1898,)
+[nemesis] delete s0's node of x28088.328.l0 (shared): _c_610acfa0-ccfb-4aad-94e0-bdc1345d9cfe-__READ__0000000000
+[s0@a] BEGIN
+[s0@a] --   BEGIN
+[s0@a] INSERT INTO fledger (tag, lock, sess) VALUES ('328.s0.1', 'x28088.328.l0', 's0')
+[s0@a] --   INSERT 0 1
+[s0@a] COMMIT
+[s0@a] --   ERROR ZK002: ZooKeeper lock "x28088.328.l0" was lost
