@@ -489,7 +489,7 @@ zkl_request(const char *name, zkl_mode mode, int permits, bool xact, bool try_on
 
 	zkl_local_init();
 	zkl_make_key(key, name, mode);
-	zkl_report_lost_before_acquire(name, mode);
+	zkl_report_any_loss(name, mode);
 
 	lock = hash_search(zkl_locks, key, HASH_FIND, &found);
 	if (found)
@@ -532,6 +532,8 @@ zkl_request(const char *name, zkl_mode mode, int permits, bool xact, bool try_on
 		return false;
 	}
 
+	/* A hold lost while this one was waited for: the grant goes back. */
+	zkl_report_any_loss(name, mode);
 	zkl_note_grant(key, slotno, generation, xact, *token);
 	return true;
 }
@@ -648,13 +650,12 @@ zkl_acquire_set(const char **names, int n, bool xact, int64 timeout_ms, int64 *t
 	}
 
 	/*
-	 * A member lost while the set waited for the others fails the set, and
-	 * the error gives back every member with the (sub)transaction it aborts:
-	 * all or nothing, even for a session-scope set, which becomes one only
-	 * now.
+	 * A hold lost while the set waited for its members (a member, or any
+	 * other hold of the session) fails the set, and the error gives back
+	 * every member with the (sub)transaction it aborts: all or nothing, even
+	 * for a session-scope set, which becomes one only now.
 	 */
-	for (int i = 0; i < ndistinct; i++)
-		zkl_report_if_lost(zkl_find_local(order[i], ZKL_MODE_EXCLUSIVE));
+	zkl_report_any_loss(NULL, ZKL_MODE_EXCLUSIVE);
 	if (!xact)
 		for (int i = 0; i < ndistinct; i++)
 			zkl_xact_hold_to_session(zkl_find_local(order[i], ZKL_MODE_EXCLUSIVE));

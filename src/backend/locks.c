@@ -369,29 +369,47 @@ zkl_report_if_lost(zkl_local_lock *lock)
 }
 
 /*
- * Report a lost hold of name before an acquire takes anything: the hold
- * of the mode asked for, and for a lock the other mode's too (exclusive
- * first).  Were the loss of the other mode found only at the statement's
- * end, the statement would fail with ZK002 and leave the hold it had just
- * counted (a session-scope one outlives the error): held, and never seen
- * granted.  Reported here, the loss drops what rested on the lost hold (an
- * exclusive node kept for a lost read goes), and nothing is held.
+ * Report a lost hold of this backend, once, before an acquire takes
+ * anything, and again when its request is granted, before the grant
+ * becomes a hold (the error then gives the grant back: zkl_cancel_wait);
+ * name's holds first, in either mode (exclusive first), then any other
+ * (name NULL: any).  Were a loss found only at the statement's end, as a
+ * commit finds it, the statement would fail with ZK002 and leave the hold
+ * it had just taken (a session-scope one outlives the error): held, with
+ * a token the client was never shown.  Reported here, the loss drops what
+ * rested on the lost hold (an exclusive node kept for a lost read goes)
+ * and nothing is taken.
  */
 void
-zkl_report_lost_before_acquire(const char *name, zkl_mode mode)
+zkl_report_any_loss(const char *name, zkl_mode mode)
 {
+	HASH_SEQ_STATUS seq;
 	zkl_local_lock *lock;
 
-	if (mode == ZKL_MODE_SEMAPHORE)
+	if (zkl_locks == NULL)
+		return;
+	if (name != NULL && mode == ZKL_MODE_SEMAPHORE)
 	{
 		if ((lock = zkl_find_local(name, mode)) != NULL)
 			zkl_report_if_lost(lock);
-		return;
 	}
-	if ((lock = zkl_find_local(name, ZKL_MODE_EXCLUSIVE)) != NULL)
-		zkl_report_if_lost(lock);
-	if ((lock = zkl_find_local(name, ZKL_MODE_SHARED)) != NULL)
-		zkl_report_if_lost(lock);
+	else if (name != NULL)
+	{
+		if ((lock = zkl_find_local(name, ZKL_MODE_EXCLUSIVE)) != NULL)
+			zkl_report_if_lost(lock);
+		if ((lock = zkl_find_local(name, ZKL_MODE_SHARED)) != NULL)
+			zkl_report_if_lost(lock);
+	}
+	hash_seq_init(&seq, zkl_locks);
+	while ((lock = hash_seq_search(&seq)) != NULL)
+	{
+		if (zkl_lock_is_lost(lock))
+		{
+			hash_seq_term(&seq);
+			zkl_report_if_lost(lock);
+			break;				/* not reached: the report raises */
+		}
+	}
 }
 
 /*

@@ -57,7 +57,7 @@ extern void zkl_note_loss(const char *name);
 extern void zkl_count_hold(zkl_local_lock *lock, bool xact, const char *key);
 extern bool zkl_lock_is_lost(zkl_local_lock *lock);
 extern void zkl_report_if_lost(zkl_local_lock *lock);
-extern void zkl_report_lost_before_acquire(const char *name, zkl_mode mode);
+extern void zkl_report_any_loss(const char *name, zkl_mode mode);
 extern bool zkl_release_session(text *name, zkl_mode mode);
 extern void zkl_release_all_session(bool note_losses);
 extern bool zkl_held_token(text *name, int64 *token);
