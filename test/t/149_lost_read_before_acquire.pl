@@ -33,6 +33,7 @@ use FindBin;
 use lib "$FindBin::RealBin/../lib";
 use ZklockTest;
 use Test::More;
+use Time::HiRes qw(sleep);
 
 my $zk = zk_start(1);
 my $a = zklock_node('a', $zk);
@@ -62,12 +63,28 @@ sub error_of
 	return $err;
 }
 
-# What backend $pid holds of docs, as zk_locks says.
+# The count $sql gives on $node once it is 0, or after 15 s.
+sub settled
+{
+	my ($node, $sql) = @_;
+	my $n;
+	for (1 .. 150)
+	{
+		$n = $node->safe_psql('postgres', $sql);
+		last if $n eq '0';
+		sleep 0.1;
+	}
+	return $n;
+}
+
+# What backend $pid holds of docs, as zk_locks says, once the holds given
+# back are gone (a hold given back shows as releasing until its node is
+# deleted): waits up to 15 s for none.
 sub holds_of
 {
 	my ($pid) = @_;
-	return $a->safe_psql('postgres',
-		"SELECT count(*) FROM zk_locks WHERE pid = $pid AND name = 'docs'");
+	my $sql = "SELECT count(*) FROM zk_locks WHERE pid = $pid AND name = 'docs'";
+	return settled($a, $sql);
 }
 
 # (1) The downgraded hold.
@@ -130,10 +147,13 @@ sub b_state
 		"SELECT coalesce((SELECT state FROM zk_locks WHERE pid = $pid AND name = '$name' AND mode = '$mode'), 'none')");
 }
 
+# Every request and hold of backend $pid of b, once those given back are
+# gone (up to 15 s).
 sub b_holds
 {
 	my ($pid) = @_;
-	return $b->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE pid = $pid");
+	my $sql = "SELECT count(*) FROM zk_locks WHERE pid = $pid";
+	return settled($b, $sql);
 }
 
 # (4) Another lock's loss.
