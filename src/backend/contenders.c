@@ -144,6 +144,7 @@ zkl_fetch_directory(const char *name, const char *dir)
 		reply->needed = 0;
 		reply->nchildren = 0;
 		reply->have_stat = false;
+		reply->watch_gen = 0;
 		(void) zkl_ask_worker(name, dir, ZKL_OP_INSPECT, NULL, dsm_segment_handle(seg));
 		strlcpy(last_dir, dir, sizeof(last_dir));
 		last_needed = reply->needed;

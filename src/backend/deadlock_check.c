@@ -11,20 +11,25 @@
  * each further deadlock_timeout).  The edges of a wait only ever shrink
  * (waits_graph.c), so a cycle closes only with a new edge: a wait
  * published under <root>/.waits, or a new wait on a PostgreSQL lock in
- * this cluster.  A look reads the published waits (a reading shared by
- * the cluster's backends, recent_read.c, of which the worker reads only
- * the waits it has not read before: about one request per cluster and
- * half deadlock_timeout) and this cluster's waits on PostgreSQL locks
- * (shared memory, no request), and checks again when a wait was published
- * by a backend the last check reached, or by anyone when that check was
- * cut short by its bounds or followed nothing (waits_for.c,
- * zkl_waits_recheck).  A check that could not read everything is made
- * again at the next look.  Every member of a cycle reaches the backend
- * whose publication closed it (the rest of the cycle was published
- * before, and reached at a check that each earlier publication brought
- * back), so every published member checks after the cycle closed; a queue
- * of N waiters on one lock costs about one check per waiter, not one per
- * waiter and deadlock_timeout.
+ * this cluster.  A look reads this cluster's waits on PostgreSQL locks
+ * (shared memory, no request), then the count of the worker's watch on
+ * <root>/.waits (worker/inspect.c): when it has not moved since the last
+ * reading of .waits this wait judged, nothing was published or ended
+ * there, and the look makes no request (waits_for.c, zkl_waits_look).
+ * Otherwise it reads the published waits (a reading shared by the
+ * cluster's backends, recent_read.c, of which the worker reads only the
+ * waits it neither read before nor published itself: about one listing
+ * per cluster and half deadlock_timeout while waits come and go), and
+ * checks again when a wait was published by a backend the last check
+ * reached, or by anyone when that check was cut short by its bounds or
+ * followed nothing (waits_for.c, zkl_waits_recheck).  A check that could
+ * not read everything is made again at the next look.  Every member of a
+ * cycle reaches the backend whose publication closed it (the rest of the
+ * cycle was published before, and reached at a check that each earlier
+ * publication brought back), so every published member checks after the
+ * cycle closed; a queue of N waiters on one lock costs about one check per
+ * waiter, not one per waiter and deadlock_timeout, and no request at all
+ * while nobody publishes or ends a wait, however long it waits.
  *
  * The reads are no snapshot: edges read at different moments may form a
  * cycle that never existed at once.  A victim therefore reads the graph a
@@ -73,7 +78,8 @@ typedef struct zkl_pg_wait
 /*
  * What this backend's last check of its wait (slotno, generation) read,
  * for zkl_deadlock_recheck_due: whether the reading can be relied on, the
- * child counters of <root>/.waits it saw, the backends it reached, and
+ * child counters of <root>/.waits it saw (and the watch count of the last
+ * reading of them found to bring no check), the backends it reached, and
  * which backends of this cluster waited on PostgreSQL locks when it began.
  * Kept in TopMemoryContext; a backend has one wait at a time.
  */
@@ -88,6 +94,8 @@ static struct
 	bool		reach_unknown;
 	int32		waits_cversion;
 	int32		waits_count;
+	uint64		quiet_gen;		/* the watch count of the last reading of
+								 * .waits judged to bring no check; 0: none */
 	int			nnames;
 	char	  **names;			/* children of .waits as read */
 	int			nreach;
@@ -180,16 +188,24 @@ zkl_deadlock_recheck_due(int slotno, uint32 generation)
 	zkl_published own;
 	int			spare;
 	int64		session;
+	uint64		watch_gen;
+	bool		known;
 	bool		due;
+	zkl_waits_look_verdict verdict;
 
-	if (!zkl_last.valid || zkl_last.slotno != slotno || zkl_last.generation != generation ||
-		!zkl_last.complete)
-		return true;
+	known = zkl_last.valid && zkl_last.slotno == slotno && zkl_last.generation == generation;
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	session = zkl_shared->session_id;
+	watch_gen = zkl_shared->waits_watch_gen;
 	LWLockRelease(zkl_shared->lock);
-	if (zkl_new_pg_wait(session))
+	verdict = zkl_waits_look(known, known && zkl_last.complete,
+							 known && zkl_last.complete && zkl_new_pg_wait(session),
+							 known ? zkl_last.quiet_gen : 0, watch_gen);
+	if (verdict == ZKL_LOOK_CHECK)
 		return true;
+	/* Nothing published or ended under .waits since: no request. */
+	if (verdict == ZKL_LOOK_QUIET)
+		return false;
 
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "zklock deadlock look", ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(cxt);
@@ -228,6 +244,13 @@ zkl_deadlock_recheck_due(int slotno, uint32 generation)
 			due = false;
 			zkl_remember_waits(g);
 		}
+
+		/*
+		 * The same children and counters would bring no check again: until
+		 * the watch moves, the next look needs no reading (zkl_waits_look).
+		 */
+		if (!due)
+			zkl_last.quiet_gen = g->waits_watch_gen;
 	}
 	MemoryContextSwitchTo(caller);
 	MemoryContextDelete(cxt);
@@ -279,6 +302,7 @@ zkl_remember(int slotno, uint32 generation, const zkl_graph *g, const zkl_pg_wai
 	zkl_last.reach_unknown = g == NULL || g->reach_unknown;
 	zkl_last.waits_cversion = 0;
 	zkl_last.waits_count = 0;
+	zkl_last.quiet_gen = g != NULL && g->complete ? g->waits_watch_gen : 0;
 	zkl_last.nnames = 0;
 	zkl_last.nreach = 0;
 	zkl_last.names = NULL;

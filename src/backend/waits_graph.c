@@ -139,6 +139,7 @@ zkl_read_waits(zkl_graph *g)
 	{
 		g->waits_cversion = reply->cversion;
 		g->waits_count = reply->num_children;
+		g->waits_watch_gen = reply->watch_gen;
 	}
 	else
 		g->complete = false;

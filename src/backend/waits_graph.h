@@ -68,8 +68,8 @@ typedef struct zkl_graph
 	 * What a later check needs to know of this reading: whether every read
 	 * was answered (complete), whether the bound on directories or backends
 	 * cut it short (truncated), or the bound on edges (edges_full), whether
-	 * it followed anything at all (reach_unknown), and the children and child
-	 * counters of <root>/.waits as read.
+	 * it followed anything at all (reach_unknown), and the children, child
+	 * counters and watch count of <root>/.waits as read.
 	 */
 	bool		complete;
 	bool		truncated;
@@ -77,6 +77,8 @@ typedef struct zkl_graph
 	bool		reach_unknown;	/* nothing was followed (no cycle could be) */
 	int32		waits_cversion;
 	int32		waits_count;
+	uint64		waits_watch_gen;	/* the worker's watch on .waits as it was
+									 * listed (inspect_reply.h); 0: none */
 	char	  **waits_names;
 	int			nwaits_names;
 } zkl_graph;

@@ -497,3 +497,57 @@ zkl_waits_recheck(const char *const *before, int nbefore,
 	}
 	return fresh < creates;
 }
+
+/*
+ * What a look between a wait's deadlock checks does.  A check is made
+ * again at once when there was no check of this wait yet, when the last
+ * one could not read everything (last_complete false), or when a backend
+ * of this cluster began to wait on a PostgreSQL lock that may close a
+ * cycle (new_pg_wait): those cost no request to find out.  Otherwise only
+ * a wait published since can bring a cycle, and the worker keeps a watch
+ * on <root>/.waits: watch_gen, the worker's count of that watch's events
+ * (and of whatever may have lost it: a session event, a new handle), moves
+ * with every create or delete there.  quiet_gen is that count as the last
+ * reading of .waits judged here (by the check, or by a look that found no
+ * reason to check) was listed with the watch set, 0 when it was not.  The
+ * same count now means the same children and child counters, on which
+ * zkl_waits_recheck would say no again: the look makes no request.  A
+ * queue of waiters on one lock then costs ZooKeeper nothing while it
+ * waits, however long.
+ */
+zkl_waits_look_verdict
+zkl_waits_look(bool last_known, bool last_complete, bool new_pg_wait,
+			   uint64_t quiet_gen, uint64_t watch_gen)
+{
+	if (!last_known || !last_complete || new_pg_wait)
+		return ZKL_LOOK_CHECK;
+	if (quiet_gen != 0 && quiet_gen == watch_gen)
+		return ZKL_LOOK_QUIET;
+	return ZKL_LOOK_READ;
+}
+
+/*
+ * Whether the worker's last reading of <root>/.waits (its listing's child
+ * counters cversion0 and count0) still tells the data of every child it
+ * listed that a new listing (cversion, count) lists again under the same
+ * name.  ZooKeeper's cversion counts the directory's creates and deletes,
+ * so the creates since are half the sum of its growth and the count's;
+ * each must be either a name the last reading did not list (fresh) or one
+ * of the worker's own publications since, whose data it wrote itself and
+ * keeps (own_creates, counted once per create).  One create more means a
+ * listed name was deleted and created again by someone whose data is not
+ * known: every child is read.  A listing older than the reading (cversion
+ * behind, as serial numbers) tells nothing.
+ */
+bool
+zkl_waits_cache_usable(int32_t cversion0, int32_t count0, int32_t cversion, int32_t count,
+					   int fresh, int own_creates)
+{
+	int64_t		changes = (int32_t) ((uint32_t) cversion - (uint32_t) cversion0);
+	int64_t		creates;
+
+	if (changes < 0 || fresh < 0 || own_creates < 0)
+		return false;
+	creates = (changes + ((int64_t) count - count0)) / 2;
+	return creates == (int64_t) fresh + own_creates;
+}

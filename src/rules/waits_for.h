@@ -71,6 +71,25 @@ extern bool zkl_waits_recheck(const char *const *before, int nbefore,
 							  const char *const *after, int nafter,
 							  int32_t cversion0, int32_t count0, int32_t cversion, int32_t count,
 							  const char *const *reach, int nreach, bool every_change);
+
+/*
+ * What a look between a wait's deadlock checks does (zkl_waits_look): check
+ * again at once, read the published waits and judge by zkl_waits_recheck,
+ * or nothing, since nothing was published or ended since it last read them.
+ */
+typedef enum zkl_waits_look_verdict
+{
+	ZKL_LOOK_CHECK,
+	ZKL_LOOK_READ,
+	ZKL_LOOK_QUIET
+} zkl_waits_look_verdict;
+
+extern zkl_waits_look_verdict zkl_waits_look(bool last_known, bool last_complete,
+											 bool new_pg_wait, uint64_t quiet_gen,
+											 uint64_t watch_gen);
+extern bool zkl_waits_cache_usable(int32_t cversion0, int32_t count0,
+								   int32_t cversion, int32_t count,
+								   int fresh, int own_creates);
 extern int	zkl_deadlock_standin_order(const zkl_wait_edge *edges, const int *cycle,
 									   int ncycle, int *order);
 

@@ -26,6 +26,8 @@ typedef struct zkl_inspect_reply
 	bool		have_stat;		/* the listing's stat below is known */
 	int32		cversion;		/* the directory's cversion at the listing */
 	int32		num_children;	/* and its number of children */
+	uint64		watch_gen;		/* <root>/.waits: the worker's waits_watch_gen
+								 * as the listing set its watch; 0: no watch */
 } zkl_inspect_reply;
 
 typedef struct zkl_inspect_entry

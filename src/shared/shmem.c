@@ -92,6 +92,7 @@ zkl_shmem_startup(void)
 		zkl_shared->session_state = ZKL_SESSION_STARTING;
 		ConditionVariableInit(&zkl_shared->contact_cv);
 		ConditionVariableInit(&zkl_shared->recent_cv);
+		zkl_shared->waits_watch_gen = 1;
 		pg_atomic_init_u64(&zkl_shared->counters.acquired, 0);
 		pg_atomic_init_u64(&zkl_shared->counters.released, 0);
 		pg_atomic_init_u64(&zkl_shared->counters.timeouts, 0);
@@ -341,4 +342,19 @@ zkl_slot_clear(zkl_slot *slot)
 	slot->node[0] = '\0';
 	slot->token = 0;
 	slot->zk_rc = 0;
+}
+
+/*
+ * The worker's watch on <root>/.waits fired, or may have been lost (a
+ * session event, a new handle): readings of .waits listed before it are
+ * older than its children now.  Backends compare the count between their
+ * deadlock checks (deadlock_check.c); worker/inspect.c stamps each listing
+ * with it.  Called on the worker's main thread.
+ */
+void
+zkl_waits_watch_moved(void)
+{
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zkl_shared->waits_watch_gen++;
+	LWLockRelease(zkl_shared->lock);
 }

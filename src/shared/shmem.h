@@ -131,6 +131,8 @@ typedef enum zkl_session_state
  *   zkl_wake_worker reads worker_procno without it (one aligned int: a stale
  *   value costs one spurious wakeup of another process, never a miss, since
  *   a starting worker looks at the queue before it sleeps).
+ * - waits_watch_gen is written by the worker under the lock held
+ *   exclusively; others read it under the lock, the worker also without it.
  * - The counters are atomics, read and added to without the lock.
  * - contact_cv is a condition variable: the worker broadcasts it when
  *   last_contact moves, the session state changes or a lock is lost, and a
@@ -282,6 +284,9 @@ typedef struct zkl_shared_state
 	struct zkl_backend_use *backends;	/* after the queue */
 	zkl_recent_entry recent[ZKL_RECENT_READS];
 	ConditionVariable recent_cv;	/* a shared reading is done or given up */
+	uint64		waits_watch_gen;	/* events of the worker's watch on
+									 * <root>/.waits, and of whatever may have
+									 * lost it (worker/inspect.c); from 1 */
 	zkl_slot	slots[FLEXIBLE_ARRAY_MEMBER];
 } zkl_shared_state;
 
@@ -298,6 +303,7 @@ extern Size zkl_shmem_size(void);
 extern void zkl_shmem_startup(void);
 extern void zkl_require_shmem(void);
 extern void zkl_queue_push(int slotno);
+extern void zkl_waits_watch_moved(void);
 extern int	zkl_reserve_slots(void);
 extern int	zkl_slot_take(bool reserve, Oid role, bool role_exempt, int role_cap,
 						  int *verdict, int *used);

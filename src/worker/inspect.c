@@ -5,7 +5,9 @@
  *		of a lock's directory for zk_lock_contenders (and deadlock
  *		detection), the revocation request zk_lock_revoke writes on a
  *		holder's node, and the publication of a backend's wait under
- *		<root>/.waits.  Runs on the worker's main thread only.
+ *		<root>/.waits, with the watch on <root>/.waits that tells backends
+ *		when a wait was published or ended there.  Runs on the worker's
+ *		main thread only.
  *
  *-------------------------------------------------------------------------
  */
@@ -18,6 +20,7 @@
 
 #include "names/encode.h"
 #include "rules/lock_rule.h"
+#include "rules/waits_for.h"
 #include "shared/inspect_reply.h"
 #include "worker/inspect.h"
 #include "worker/slot_steps.h"
@@ -32,6 +35,7 @@
 #define ZKL_MAX_INSPECT_READS	32
 
 static void zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite);
+static bool zkl_is_waits_dir(const char *dir);
 
 /* One child of an inspected directory, as read. */
 typedef struct zkl_inspected
@@ -45,6 +49,8 @@ typedef struct zkl_inspected
 	bool		gone;			/* deleted between the listing and the read */
 	bool		unreadable;		/* getData refused (ZNOAUTH): data unknown */
 	bool		cached;			/* known from zkl_waits_cache: not read */
+	bool		own;			/* a wait this worker published: its data is
+								 * what it wrote */
 } zkl_inspected;
 
 /*
@@ -62,20 +68,28 @@ typedef struct zkl_inspection
 	bool		have_stat;		/* the listing's stat is known */
 	int32		cversion;		/* the directory's, at the listing */
 	int32		num_children;
+	uint64		watch_gen;		/* .waits: waits_watch_gen as the listing set
+								 * the watch, 0 if it did not */
+	uint64		listed_seq;		/* .waits: zkl_waits_seq at the listing */
 } zkl_inspection;
 
 /*
  * The last reading of <root>/.waits, kept by the worker: a published
  * wait's node is written once, by its create, so a child of the same name
  * is the same node for as long as no create went unseen.  A reading of
- * .waits asks ZooKeeper only for the children it did not list last time,
- * when the directory's cversion (its creates and deletes) says that every
- * create since was one of those; otherwise, or after ZKL_WAITS_CACHE_MS,
- * it reads every child.  A deadlock check of each of N waiters then costs
- * one listing and the new waits' reads, not N + 1 requests.  zklock
- * itself never rewrites a wait's data in place (zkl_publish_wait deletes
- * and creates again); one written in place by another client (or by
- * zklock 1.4, which did) is seen at the next full read.
+ * .waits asks ZooKeeper only for the children it neither listed last time
+ * nor published itself since, when the directory's cversion (its creates
+ * and deletes) says that every create since was one of those
+ * (zkl_waits_cache_usable); otherwise it reads every child.  The worker's
+ * own publications are kept as it wrote them (zkl_own_waits), so that its
+ * backends' waits cost no read at all.  A deadlock check of each of N
+ * waiters then costs one listing, not N + 1 requests.  zklock itself never
+ * rewrites a wait's data in place (zkl_publish_wait deletes and creates
+ * again); one written in place by another client (or by zklock 1.4, which
+ * did) is seen at the next full read, ZKL_WAITS_CACHE_MS after the last:
+ * the children this worker published are not read again then, since no
+ * zklock writes them in place (another client allowed to write them, under
+ * an open ACL, could as well have deleted them).
  */
 #define ZKL_WAITS_CACHE_MS	10000
 static struct
@@ -85,10 +99,44 @@ static struct
 	TimestampTz read_at;		/* of the last full read */
 	int32		cversion;
 	int32		num_children;
+	uint64		listed_seq;		/* zkl_waits_seq at its listing */
 	int			n;
 	zkl_inspected *children;	/* in cxt; none gone, none cached */
 	MemoryContext cxt;
 }			zkl_waits_cache;
+
+/*
+ * The order of the worker's listings of .waits and its own publications
+ * there, as their answers came: ZooKeeper answers one session's requests
+ * in the order it applied them, so a publication answered after a listing
+ * was made after it.
+ */
+static uint64 zkl_waits_seq = 0;
+
+/*
+ * The waits this worker published (ZOK) since the reading in
+ * zkl_waits_cache was listed, with the data it wrote: the next listing
+ * takes them from here.  At most ZKL_MAX_OWN_WAITS; past that they are
+ * forgotten, and the cache with them (every child is read once).
+ */
+#define ZKL_MAX_OWN_WAITS	1024
+typedef struct zkl_own_publication
+{
+	char	   *name;
+	char	   *data;
+	int			data_len;
+	int64		czxid;
+	int64		ctime;
+	int64		owner;
+	uint64		seq;			/* zkl_waits_seq at its create's answer */
+} zkl_own_publication;
+
+static struct
+{
+	int			n;
+	zkl_own_publication *waits; /* ZKL_MAX_OWN_WAITS entries, in cxt */
+	MemoryContext cxt;
+}			zkl_own_waits;
 
 /* ---- zk_lock_contenders: a backend's read of one lock directory ---- */
 
@@ -130,9 +178,20 @@ zkl_inspect_start(int slotno, zkl_slot *slot)
 		pfree(path);
 		return;
 	}
-	/* The listing's stat tells a deadlock check what changed since. */
-	(void) zkl_sent_alone(slotno, zoo_aget_children2(zkl_zh, slot->dir, 0, zkl_strings_stat_done,
-													 zkl_ctx(ZKL_EV_INSPECT_CHILDREN, slotno)));
+
+	/*
+	 * The listing's stat tells a deadlock check what changed since; a listing
+	 * of .waits sets the watch there (zkl_waits_watch_moved), one watcher
+	 * whoever lists.
+	 */
+	if (zkl_is_waits_dir(slot->dir))
+		(void) zkl_sent_alone(slotno, zoo_awget_children2(zkl_zh, slot->dir, zkl_node_watcher,
+														  unconstify(void *, zkl_request_ctx(ZKL_EV_WAITS_WATCH, 0, 0)),
+														  zkl_strings_stat_done,
+														  zkl_ctx(ZKL_EV_INSPECT_CHILDREN, slotno)));
+	else
+		(void) zkl_sent_alone(slotno, zoo_aget_children2(zkl_zh, slot->dir, 0, zkl_strings_stat_done,
+														 zkl_ctx(ZKL_EV_INSPECT_CHILDREN, slotno)));
 }
 
 /*
@@ -203,54 +262,157 @@ zkl_is_waits_dir(const char *dir)
 	return is;
 }
 
+/* The latest of the worker's own publications named name since seq, or -1. */
+static int
+zkl_own_wait_after(const char *name, uint64 seq)
+{
+	int			found = -1;
+
+	for (int i = 0; i < zkl_own_waits.n; i++)
+		if (zkl_own_waits.waits[i].seq > seq && strcmp(zkl_own_waits.waits[i].name, name) == 0 &&
+			(found < 0 || zkl_own_waits.waits[i].seq > zkl_own_waits.waits[found].seq))
+			found = i;
+	return found;
+}
+
 /*
- * A listing of .waits just came: take from zkl_waits_cache every child it
- * knows, when every create since its reading is a name it does not know.
+ * A wait this worker published: its create was answered ZOK (ev), with the
+ * data written.  Kept for the next listing of .waits.
+ */
+static void
+zkl_own_wait_add(const char *name, const char *data, int data_len, const zkl_event *ev)
+{
+	zkl_own_publication *w;
+
+	if (zkl_own_waits.cxt == NULL)
+	{
+		zkl_own_waits.cxt = AllocSetContextCreate(TopMemoryContext, "zklock own published waits",
+												  ALLOCSET_DEFAULT_SIZES);
+		zkl_own_waits.waits = MemoryContextAllocZero(zkl_own_waits.cxt,
+													 sizeof(zkl_own_publication) * ZKL_MAX_OWN_WAITS);
+	}
+	if (zkl_own_waits.n >= ZKL_MAX_OWN_WAITS)
+	{
+		/* Forgotten: their creates make the cache unusable, read anew. */
+		for (int i = 0; i < zkl_own_waits.n; i++)
+		{
+			pfree(zkl_own_waits.waits[i].name);
+			if (zkl_own_waits.waits[i].data)
+				pfree(zkl_own_waits.waits[i].data);
+		}
+		zkl_own_waits.n = 0;
+		zkl_waits_cache.valid = false;
+	}
+	w = &zkl_own_waits.waits[zkl_own_waits.n++];
+	w->name = MemoryContextStrdup(zkl_own_waits.cxt, name);
+	w->data_len = Min(data_len, ZKL_MAX_INSPECT_DATA);
+	w->data = NULL;
+	if (w->data_len > 0)
+	{
+		w->data = MemoryContextAlloc(zkl_own_waits.cxt, w->data_len);
+		memcpy(w->data, data, w->data_len);
+	}
+	w->czxid = ev->czxid;
+	w->ctime = ev->ctime;
+	w->owner = zkl_shared->session_id;
+	w->seq = ++zkl_waits_seq;
+}
+
+/* Forget the own publications that the cache's listing came after. */
+static void
+zkl_own_waits_prune(uint64 seq)
+{
+	int			n = 0;
+
+	for (int i = 0; i < zkl_own_waits.n; i++)
+	{
+		zkl_own_publication *w = &zkl_own_waits.waits[i];
+
+		if (w->seq <= seq)
+		{
+			pfree(w->name);
+			if (w->data)
+				pfree(w->data);
+			continue;
+		}
+		zkl_own_waits.waits[n++] = *w;
+	}
+	zkl_own_waits.n = n;
+}
+
+/*
+ * A listing of .waits just came: take every child it can from the worker's
+ * own publications since the cached reading, and from that reading, when
+ * every create since was of a name neither lists, or one of those
+ * publications (zkl_waits_cache_usable).  Past ZKL_WAITS_CACHE_MS, only
+ * the worker's own are taken from the reading: the others are read again.
  */
 static void
 zkl_waits_cache_fill(zkl_slot *slot, zkl_inspection *in, MemoryContext cxt)
 {
-	int64		changes;
-	int64		creates;
 	int			fresh = 0;
+	int			own_creates = 0;
+	bool		expired;
 	int		   *known;
+	int		   *own;
 
 	if (!zkl_waits_cache.valid || !in->have_stat || in->nchildren == 0 ||
-		strcmp(slot->dir, zkl_waits_cache.dir) != 0 || !zkl_is_waits_dir(slot->dir) ||
-		TimestampDifferenceExceeds(zkl_waits_cache.read_at, GetCurrentTimestamp(), ZKL_WAITS_CACHE_MS))
+		strcmp(slot->dir, zkl_waits_cache.dir) != 0 || !zkl_is_waits_dir(slot->dir))
 		return;
-	changes = (int32) ((uint32) in->cversion - (uint32) zkl_waits_cache.cversion);
-	if (changes < 0)
-		return;
-	creates = (changes + ((int64) in->num_children - zkl_waits_cache.num_children)) / 2;
+	expired = TimestampDifferenceExceeds(zkl_waits_cache.read_at, GetCurrentTimestamp(),
+										 ZKL_WAITS_CACHE_MS);
+	for (int j = 0; j < zkl_own_waits.n; j++)
+		if (zkl_own_waits.waits[j].seq > zkl_waits_cache.listed_seq)
+			own_creates++;
 	known = MemoryContextAlloc(cxt, sizeof(int) * in->nchildren);
+	own = MemoryContextAlloc(cxt, sizeof(int) * in->nchildren);
 	for (int i = 0; i < in->nchildren; i++)
 	{
+		own[i] = zkl_own_wait_after(in->children[i].name, zkl_waits_cache.listed_seq);
 		known[i] = -1;
 		for (int j = 0; j < zkl_waits_cache.n && known[i] < 0; j++)
 			if (strcmp(in->children[i].name, zkl_waits_cache.children[j].name) == 0)
 				known[i] = j;
-		if (known[i] < 0)
+		if (known[i] < 0 && own[i] < 0)
 			fresh++;
 	}
-	if (fresh == creates)
+	if (zkl_waits_cache_usable(zkl_waits_cache.cversion, zkl_waits_cache.num_children,
+							   in->cversion, in->num_children, fresh, own_creates))
 		for (int i = 0; i < in->nchildren; i++)
 		{
 			zkl_inspected *c = &in->children[i];
 			char	   *name = c->name;
+			const char *data = NULL;
 
-			if (known[i] < 0)
+			if (own[i] >= 0)
+			{
+				const zkl_own_publication *w = &zkl_own_waits.waits[own[i]];
+
+				c->czxid = w->czxid;
+				c->owner = w->owner;
+				c->ctime = w->ctime;
+				c->data_len = w->data_len;
+				c->own = true;
+				data = w->data;
+			}
+			else if (known[i] >= 0 && (!expired || zkl_waits_cache.children[known[i]].own))
+			{
+				*c = zkl_waits_cache.children[known[i]];
+				c->name = name;
+				data = zkl_waits_cache.children[known[i]].data;
+			}
+			else
 				continue;
-			*c = zkl_waits_cache.children[known[i]];
-			c->name = name;
 			c->cached = true;
+			c->data = NULL;
 			if (c->data_len > 0)
 			{
 				c->data = MemoryContextAlloc(cxt, c->data_len);
-				memcpy(c->data, zkl_waits_cache.children[known[i]].data, c->data_len);
+				memcpy(c->data, data, c->data_len);
 			}
 		}
 	pfree(known);
+	pfree(own);
 }
 
 /* A reading of .waits is complete: it is what the next one starts from. */
@@ -263,12 +425,15 @@ zkl_waits_cache_keep(zkl_slot *slot, const zkl_inspection *in)
 
 	if (!in->have_stat || !zkl_is_waits_dir(slot->dir))
 		return;
+	/* A reading listed before the one kept (two at once) is older. */
+	if (zkl_waits_cache.valid && in->listed_seq < zkl_waits_cache.listed_seq)
+		return;
 	if (zkl_waits_cache.cxt == NULL)
 		zkl_waits_cache.cxt = AllocSetContextCreate(TopMemoryContext, "zklock published waits",
 													ALLOCSET_DEFAULT_SIZES);
 	for (int i = 0; i < in->nchildren; i++)
-		full = full && !in->children[i].cached;
-	/* The age is that of the last read of every child. */
+		full = full && (!in->children[i].cached || in->children[i].own);
+	/* The age is that of the last read of every child not its own. */
 	if (full || !zkl_waits_cache.valid)
 		zkl_waits_cache.read_at = GetCurrentTimestamp();
 	MemoryContextReset(zkl_waits_cache.cxt);
@@ -276,6 +441,7 @@ zkl_waits_cache_keep(zkl_slot *slot, const zkl_inspection *in)
 	zkl_waits_cache.dir = pstrdup(slot->dir);
 	zkl_waits_cache.cversion = in->cversion;
 	zkl_waits_cache.num_children = in->num_children;
+	zkl_waits_cache.listed_seq = in->listed_seq;
 	zkl_waits_cache.children = palloc(sizeof(zkl_inspected) * Max(in->nchildren, 1));
 	for (int i = 0; i < in->nchildren; i++)
 	{
@@ -298,6 +464,7 @@ zkl_waits_cache_keep(zkl_slot *slot, const zkl_inspection *in)
 	zkl_waits_cache.n = n;
 	zkl_waits_cache.valid = true;
 	MemoryContextSwitchTo(old);
+	zkl_own_waits_prune(in->listed_seq);
 }
 
 /*
@@ -314,6 +481,7 @@ zkl_inspect_write_reply(const zkl_inspection *in, zkl_inspect_reply *reply)
 	reply->have_stat = in->have_stat;
 	reply->cversion = in->cversion;
 	reply->num_children = in->num_children;
+	reply->watch_gen = in->watch_gen;
 
 	for (int i = 0; i < in->nchildren; i++)
 		if (!in->children[i].gone)
@@ -448,6 +616,12 @@ zkl_inspect_result(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 		in->have_stat = (ev->rc == ZOK && ev->dir_stat) || ev->rc == ZNONODE;
 		in->cversion = ev->cversion;
 		in->num_children = ev->num_children;
+		if (zkl_is_waits_dir(slot->dir))
+		{
+			/* Its watch is set from now on, until the count moves. */
+			in->watch_gen = ev->rc == ZOK ? zkl_shared->waits_watch_gen : 0;
+			in->listed_seq = ++zkl_waits_seq;
+		}
 		in->nchildren = n;
 		if (n > 0)
 		{
@@ -624,8 +798,10 @@ zkl_publish_wait(int slotno, zkl_slot *slot, bool overwrite)
 		zkl_check_sent(slotno, zoo_acreate(zkl_zh, slot->dir, NULL, -1, zkl_acl(), ZOO_PERSISTENT,
 										   zkl_void_string_done, zkl_ctx(ZKL_EV_IGNORE, slotno)));
 	zkl_waits_dir_made = true;
-	zkl_check_sent(slotno, zoo_acreate(zkl_zh, path, data.data, data.len, zkl_acl(), ZOO_EPHEMERAL,
-									   zkl_void_string_done, zkl_ctx(ZKL_EV_PUBLISHED, slotno)));
+	/* What is written, for zkl_own_wait_add once it is. */
+	zkl_works[slotno].published = MemoryContextStrdup(zkl_work_context(&zkl_works[slotno]), data.data);
+	zkl_check_sent(slotno, zoo_acreate2(zkl_zh, path, data.data, data.len, zkl_acl(), ZOO_EPHEMERAL,
+										zkl_string_stat_done, zkl_ctx(ZKL_EV_PUBLISHED, slotno)));
 	pfree(path);
 	pfree(data.data);
 }
@@ -643,6 +819,9 @@ zkl_on_published(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 		zkl_publish_wait(slotno, slot, true);
 		return;
 	}
+	/* Written: what the next listing of .waits needs not read. */
+	if (ev->rc == ZOK && work->published != NULL)
+		zkl_own_wait_add(slot->node, work->published, strlen(work->published), ev);
 	if ((ev->rc == ZNODEEXISTS || ev->rc == ZOK) && !wanted)
 	{
 		zkl_send_delete(slotno, slot);

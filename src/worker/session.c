@@ -303,6 +303,8 @@ zkl_finish_closing_previous(int state)
 void
 zkl_handle_session_event(int state)
 {
+	/* A watch on .waits may have missed a change meanwhile. */
+	zkl_waits_watch_moved();
 	if (zkl_closing_previous)
 	{
 		if (state == ZOO_CONNECTED_STATE || state == ZOO_EXPIRED_SESSION_STATE ||

@@ -230,6 +230,7 @@ zkl_end_work(zkl_work *work)
 	}
 	work->pred = NULL;
 	work->inspection = NULL;
+	work->published = NULL;
 	zkl_downgrade_forget(work);
 }
 

@@ -80,6 +80,8 @@ typedef struct zkl_work
 	char		mapped_node[ZKL_MAX_NODE_LEN];	/* our node in slot_steps.c's
 												 * map */
 	struct zkl_inspection *inspection;	/* ZKL_PH_INSPECTING only, in cxt */
+	char	   *published;		/* ZKL_OP_PUBLISH: the data being written, in
+								 * cxt */
 
 	/*
 	 * What the work keeps beyond a pass ("zklock slot work", a child of

@@ -206,6 +206,8 @@ zkl_drain_events(void)
 		}
 		else if (ev->kind == ZKL_EV_BATCHED)
 			zkl_batch_answered(ev); /* a multi's answer, one operation's share */
+		else if (ev->kind == ZKL_EV_WAITS_WATCH)
+			zkl_waits_watch_moved();	/* .waits changed (or the session did) */
 		else if (ev->kind != ZKL_EV_IGNORE)
 			zkl_handle_event(ev);
 		zkl_event_free(ev);
@@ -553,6 +555,8 @@ zkl_worker_start(void)
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	zkl_shared->worker_procno = ZKL_MY_PROCNO;
 	zkl_shared->worker_pid = MyProcPid;
+	/* No watch on .waits is set yet: readings listed before are older. */
+	zkl_shared->waits_watch_gen++;
 	LWLockRelease(zkl_shared->lock);
 	before_shmem_exit(zkl_worker_exit, 0);
 

@@ -118,6 +118,8 @@ zkl_string_stat_done(int rc, const char *value, const struct Stat *stat, const v
 	{
 		ev->path = zkl_strdup(value);
 		ev->czxid = stat ? stat->czxid : 0;
+		ev->ctime = stat ? stat->ctime : 0;
+		ev->owner = stat ? stat->ephemeralOwner : 0;
 	}
 	zkl_event_post(ev);
 }

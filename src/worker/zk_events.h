@@ -46,8 +46,10 @@ typedef enum zkl_event_kind
 	ZKL_EV_BATCHED,				/* one operation's share of a multi's answer
 								 * (write_batch.c) */
 	ZKL_EV_LOG,					/* a line the library logged (in path) */
-	ZKL_EV_DIR_ACL				/* a lock directory's ACL, before the first
+	ZKL_EV_DIR_ACL,				/* a lock directory's ACL, before the first
 								 * create there (undeletable.c) */
+	ZKL_EV_WAITS_WATCH			/* <root>/.waits changed, or the session did
+								 * (a watch; inspect.c) */
 } zkl_event_kind;
 
 /* One entry of a directory's ACL (ZKL_EV_DIR_ACL), malloc'd. */

@@ -900,6 +900,56 @@ test_recheck(void)
 		  "the counter's wrap is read as serial numbers");
 }
 
+/*
+ * A look between checks: a check at once when there was none, when the
+ * last could not read everything or a PostgreSQL lock wait began; no
+ * request while the watch on .waits has not fired since the reading
+ * judged last; a read otherwise.
+ */
+static void
+test_look(void)
+{
+	check(zkl_waits_look(false, true, false, 5, 5) == ZKL_LOOK_CHECK,
+		  "no check of this wait yet: a check");
+	check(zkl_waits_look(true, false, false, 5, 5) == ZKL_LOOK_CHECK,
+		  "the last check could not read everything: a check, watch or not");
+	check(zkl_waits_look(true, true, true, 5, 5) == ZKL_LOOK_CHECK,
+		  "a new wait on a PostgreSQL lock: a check, watch or not");
+	check(zkl_waits_look(true, true, false, 5, 5) == ZKL_LOOK_QUIET,
+		  "nothing published or ended under .waits since the last reading: no request");
+	check(zkl_waits_look(true, true, false, 5, 6) == ZKL_LOOK_READ,
+		  "the watch fired (or may have been lost) since: read .waits");
+	check(zkl_waits_look(true, true, false, 0, 0) == ZKL_LOOK_READ,
+		  "a reading listed without the watch set: read .waits");
+}
+
+/*
+ * The worker's reading of .waits kept for the next: every create since is
+ * a fresh name or one of its own publications, or it is read anew.
+ */
+static void
+test_waits_cache(void)
+{
+	check(zkl_waits_cache_usable(10, 3, 10, 3, 0, 0),
+		  "nothing changed: usable");
+	check(zkl_waits_cache_usable(10, 3, 12, 5, 2, 0),
+		  "two waits published under new names: usable");
+	check(zkl_waits_cache_usable(10, 3, 12, 5, 1, 1),
+		  "one new name and one publication of the worker's own: usable");
+	check(zkl_waits_cache_usable(10, 3, 14, 3, 0, 2),
+		  "own waits ended and published again under their names: usable");
+	check(!zkl_waits_cache_usable(10, 3, 12, 3, 0, 0),
+		  "a listed name deleted and created again by someone else: read anew");
+	check(!zkl_waits_cache_usable(10, 3, 14, 3, 0, 1),
+		  "two creates of known names, one of them not the worker's own: read anew");
+	check(zkl_waits_cache_usable(10, 3, 11, 2, 0, 0),
+		  "a wait ended: usable");
+	check(!zkl_waits_cache_usable(10, 3, 9, 3, 0, 0),
+		  "a listing older than the reading: read anew");
+	check(zkl_waits_cache_usable(INT32_MAX, 3, INT32_MIN, 4, 1, 0),
+		  "the counter's wrap is read as serial numbers");
+}
+
 int
 main(void)
 {
@@ -920,5 +970,7 @@ main(void)
 	test_standin();
 	test_standin_random();
 	test_recheck();
+	test_look();
+	test_waits_cache();
 	return tap_done();
 }
