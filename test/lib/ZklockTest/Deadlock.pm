@@ -27,7 +27,13 @@ backend's pid in ->{pid}.
 =item start_wait($s, $node, $lock, $shared)
 
 Start a waiting acquire of $lock (exclusive, or shared if $shared) in
-session $s; returns once zk_locks shows it waiting.
+session $s; returns once zk_locks shows it waiting with its node created in
+ZooKeeper.  A wait counts as waiting from the moment the backend posts it,
+before its worker creates the node: on a loaded machine a wait started
+later in another cluster could get the older czxid, and the victim rule
+(the newest request of a cycle gives up) would then pick the other member
+than the test expects (t/069 at N = 14 once: X, not Y, gave up, and Y,
+still behind the decoys' shared holds, timed out after 60 s).
 
 =item start_row_wait($s, $node, $delta)
 
@@ -72,8 +78,9 @@ sub start_wait
 	$s->query_until(qr/started/, "\\echo started\nSELECT $fn('$lock') > 0 AS granted;\n\\echo done\n");
 	wait_until(sub {
 		$node->safe_psql('postgres',
-			"SELECT count(*) FROM zk_locks WHERE pid = $s->{pid} AND name = '$lock' AND state = 'waiting'") eq '1'
-	}, 30, "" . $node->name . " pid $s->{pid} waits for $lock");
+			"SELECT count(*) FROM zk_locks WHERE pid = $s->{pid} AND name = '$lock' AND state = 'waiting'"
+			  . " AND znode IS NOT NULL") eq '1'
+	}, 30, "" . $node->name . " pid $s->{pid} waits for $lock, its node created");
 }
 
 sub start_row_wait
