@@ -447,8 +447,13 @@ zkl_waits_cache_keep(zkl_slot *slot, const zkl_inspection *in)
 	{
 		zkl_inspected *c = &zkl_waits_cache.children[n];
 
-		/* One gone meanwhile is not listed; were it back, it is new. */
-		if (in->children[i].gone)
+		/*
+		 * One gone meanwhile is not listed; were it back, it is new.  Nor is
+		 * one left unread (the backend gave the reading up): no answer set
+		 * its czxid.
+		 */
+		if (in->children[i].gone ||
+			(!in->children[i].cached && !in->children[i].unreadable && in->children[i].czxid == 0))
 			continue;
 		*c = in->children[i];
 		c->name = pstrdup(in->children[i].name);
