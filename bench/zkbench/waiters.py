@@ -43,7 +43,8 @@ class WaitersShape(Harness):
         procs = [spawn(self.main.psql_cmd() + ["-c", "SELECT zkbench.wait_once('%s')" % name],
                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.log,
                        text=True) for _ in range(n)]
-        self.zk.wait_quiet(sid, base["lcxid"], 3 * n)
+        self.zklock_queued(name, n, s0)
+        self.zk.wait_quiet(sid, base["lcxid"], 0)
         s1 = self.main.status()
         queued = self.zk.session(sid)
         holder.query("SELECT zk_lock_release('%s')" % name)
@@ -74,6 +75,22 @@ class WaitersShape(Harness):
                 note += "; whole cycle: %.2f zk_requests per acquisition" % (
                     (s2["zk_requests"] - s0["zk_requests"]) / max(1, s2["acquired"] - s0["acquired"]))
         self.d_rows("zklock", n, base, queued, end, extra_note=note)
+
+    def zklock_queued(self, name, n, s0, timeout=90):
+        """Wait until the n waiters have their nodes and each has made its
+        first deadlock check: a count of requests would not do, since a multi
+        carries the creates of many waiters."""
+        end = time.time() + timeout
+        while time.time() < end:
+            nodes = int(self.main.query(
+                "SELECT count(*) FROM zk_locks WHERE name = '%s' AND state = 'waiting'"
+                " AND znode IS NOT NULL" % name))
+            checks = self.main.status()["deadlock_checks"] - s0["deadlock_checks"]
+            if nodes >= n and checks >= n:
+                return
+            time.sleep(0.1)
+        raise BenchError("the %d waiters of %s were not all queued and checked in %d s"
+                         % (n, name, timeout))
 
     def d_driver(self, cmd, contender, n):
         d = Driver(cmd + ["waiters", str(n)], self.log)
