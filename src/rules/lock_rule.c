@@ -620,6 +620,43 @@ zkl_holds_after_predecessor(bool predecessor_was_only_blocker,
 }
 
 /*
+ * Whether a waiter of this cluster holds the moment this cluster's own
+ * exclusive grant ahead of it is released, before the release's delete has
+ * even left for ZooKeeper (a local handoff: the grant costs no round trip,
+ * and the delete may share a multi with later writes).
+ *
+ * The released node stays in ZooKeeper until its delete is applied, ahead
+ * of the waiter: every other client still waits for it, so nobody else can
+ * hold meanwhile, and nobody of this cluster relies on it any more.  The
+ * waiter holds exactly when the node's deletion would have granted it
+ * (zkl_holds_after_predecessor with an exclusive grant gone), and only
+ * when all of this holds:
+ *
+ * - the holder's backend gave the hold up itself (not a hold the worker
+ *   takes away, a failed request or a try), and its delete cannot be
+ *   refused (not a directory whose ACL zklock could not read as granting
+ *   DELETE): a node that stays would hold the lock against everyone, this
+ *   cluster's waiters too;
+ * - neither is a semaphore's mutex, whose holder goes on to its lease;
+ * - the waiter watches that very node, and no downgrade may hide a read
+ *   lock behind it (zkl_downgrade_possible: that needs a listing);
+ * - the session is connected and its proof holds now: ZooKeeper heard from
+ *   it within the proof's margin, so it has not expired and both nodes
+ *   still exist.  Without that, only ZooKeeper's own answer (the watch on
+ *   the node's deletion) may grant, as it proves the session alive.
+ */
+bool
+zkl_hands_over_at_release(const zkl_local_handoff_case *c)
+{
+	if (!c->released_by_backend || !c->exclusive_grant || !c->delete_sure ||
+		c->semaphore || !c->connected || !c->proof_fresh ||
+		!c->waiter_watches_it || c->downgrade_possible)
+		return false;
+	return zkl_holds_after_predecessor(c->predecessor_was_only_blocker, true,
+									   c->numbers_repeat);
+}
+
+/*
  * The number the next sequential child of a directory gets, from the
  * directory's Stat: ZooKeeper (3.5 and later) keeps a count of the creates
  * of children, which numbers them, and reports as cversion twice that

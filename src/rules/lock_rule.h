@@ -93,6 +93,27 @@ extern void zkl_holders(const zkl_contender_name *queue, const char *const *owne
 extern bool zkl_holds_after_predecessor(bool predecessor_was_only_blocker,
 										bool predecessor_was_exclusive_grant,
 										bool numbers_repeat);
+
+/* What decides a handoff at release, inside this cluster (zkl_hands_over_at_release). */
+typedef struct zkl_local_handoff_case
+{
+	bool		released_by_backend;	/* the holder's backend gave it up
+										 * (not taken away, failed, or a try) */
+	bool		exclusive_grant;	/* the released slot was an exclusive
+									 * grant (no read lock of its backend
+									 * beside it) */
+	bool		delete_sure;	/* its delete cannot be refused */
+	bool		semaphore;		/* either slot is a semaphore's mutex */
+	bool		connected;		/* the session is connected */
+	bool		proof_fresh;	/* and its proof holds now */
+	bool		waiter_watches_it;	/* the waiter watches the released node */
+	bool		downgrade_possible; /* a downgrade may hide a read lock behind
+									 * it */
+	bool		predecessor_was_only_blocker;	/* the waiter's pred_was_last */
+	bool		numbers_repeat; /* the waiter's decision saw equal numbers */
+} zkl_local_handoff_case;
+
+extern bool zkl_hands_over_at_release(const zkl_local_handoff_case *c);
 extern int64_t zkl_next_sequence(int32_t cversion, int32_t num_children);
 extern bool zkl_counter_near_top(int64_t next_sequence);
 extern zkl_decision zkl_decide(const char *const *children, int nchildren,

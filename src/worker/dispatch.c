@@ -133,9 +133,14 @@ zkl_release(int slotno, zkl_slot *slot, zkl_slot_state state)
 			if (state == ZKL_SLOT_RELEASING)
 				zkl_free_slot(slotno);
 			return true;
+		case ZKL_PH_HELD:
+			work->retry = false;
+			zkl_send_delete(slotno, slot);
+			/* A waiter of this cluster behind it may hold at once. */
+			zkl_hand_over_at_release(slotno, slot);
+			return true;
 		case ZKL_PH_LISTING:
 		case ZKL_PH_WATCHING:
-		case ZKL_PH_HELD:
 		case ZKL_PH_LEASE_WAITING:
 		case ZKL_PH_PUBLISHED:
 			work->retry = false;

@@ -63,9 +63,11 @@
 #include "utils/timestamp.h"
 
 #include "names/encode.h"
+#include "rules/clock.h"
 #include "rules/lock_rule.h"
 #include "worker/lock_recipe.h"
 #include "worker/semaphore.h"
+#include "worker/session.h"
 #include "worker/slot_steps.h"
 #include "worker/undeletable.h"
 
@@ -330,15 +332,22 @@ zkl_is_exclusive_grant(const zkl_slot *holder)
  * directory says so any more.  The directory is listed again instead of
  * taking the lock, and the read nodes behind us in that listing are read
  * (zkl_downgrade_read).  Costs a listing on such a handoff only.
+ * zkl_downgrade_may_hide says whether it may be so, and
+ * zkl_downgrade_possible also readies the work for that listing.
  */
+static bool
+zkl_downgrade_may_hide(const zkl_slot *slot, const zkl_work *work)
+{
+	return slot->kind != ZKL_NODE_READ && work->pred_owner != 0 &&
+		work->pred_owner != zkl_shared->session_id && zkl_may_downgrade(work->pred);
+}
+
 static bool
 zkl_downgrade_possible(int slotno, zkl_slot *slot)
 {
 	zkl_work   *work = &zkl_works[slotno];
 
-	if (slot->kind == ZKL_NODE_READ ||
-		work->pred_owner == 0 || work->pred_owner == zkl_shared->session_id ||
-		!zkl_may_downgrade(work->pred))
+	if (!zkl_downgrade_may_hide(slot, work))
 		return false;
 	work->downgrade_owner = work->pred_owner;
 	work->downgrade_pzxid = 0;
@@ -491,6 +500,69 @@ zkl_predecessor_gone(int slotno, zkl_slot *slot)
 		zkl_contender_holds(slotno, slot);
 	else
 		zkl_send_listing(slotno, slot, ZKL_EV_CHILDREN);
+}
+
+/*
+ * The slot's backend released it (slotno, in phase HELD until its delete
+ * was queued a moment ago): each waiter of this cluster that watches its
+ * node and would hold on its deletion holds now, without waiting for the
+ * delete's round trip (lock_rule.c, zkl_hands_over_at_release decides).
+ * The watch's event on the deletion then finds the waiter past WATCHING,
+ * and is dropped (dispatch.c routes by phase).
+ */
+void
+zkl_hand_over_at_release(int slotno, zkl_slot *slot)
+{
+	zkl_local_handoff_case c = {0};
+	int		   *waiters;
+	int			nwaiters = 0;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	c.released_by_backend = slot->state == ZKL_SLOT_RELEASING &&
+		slot->take_reason == ZKL_TAKE_NONE;
+	c.exclusive_grant = zkl_is_exclusive_grant(slot);
+	c.delete_sure = !slot->delete_unsure;
+	c.semaphore = slot->permits > 0;
+	LWLockRelease(zkl_shared->lock);
+	c.connected = zkl_zh != NULL && zkl_shared->session_state == ZKL_SESSION_CONNECTED;
+	c.proof_fresh = zkl_proof_holds(zkl_heartbeat_state.proof, zkl_shared->negotiated_timeout,
+									zkl_now());
+	c.waiter_watches_it = true;
+	if (!zkl_hands_over_at_release(&c) || slot->node[0] == '\0')
+		return;
+
+	/* The waiters watching this node: in this directory, by its full name. */
+	waiters = palloc(sizeof(int) * zkl_shared->nslots);
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	for (int i = zkl_shared->used_head; i >= 0; i = zkl_shared->slots[i].next)
+	{
+		if (i != slotno && zkl_works[i].phase == ZKL_PH_WATCHING &&
+			zkl_works[i].pred != NULL &&
+			strcmp(zkl_works[i].pred, slot->node) == 0 &&
+			strcmp(zkl_shared->slots[i].dir, slot->dir) == 0)
+			waiters[nwaiters++] = i;
+	}
+	LWLockRelease(zkl_shared->lock);
+
+	for (int k = 0; k < nwaiters; k++)
+	{
+		int			w = waiters[k];
+		zkl_slot   *waiter = &zkl_shared->slots[w];
+		zkl_work   *work = &zkl_works[w];
+
+		c.semaphore = slot->permits > 0 || waiter->permits > 0;
+		c.downgrade_possible = zkl_downgrade_may_hide(waiter, work);
+		c.predecessor_was_only_blocker = work->pred_was_last;
+		c.numbers_repeat = work->numbers_repeat;
+		if (!zkl_hands_over_at_release(&c))
+			continue;
+		ereport(DEBUG2,
+				(errmsg_internal("lock \"%s\" is handed over at its release to the request waiting for node \"%s\"",
+								 slot->name, slot->node)));
+		work->handoff = true;
+		zkl_grant(w, waiter);
+	}
+	pfree(waiters);
 }
 
 static void

@@ -616,6 +616,66 @@ test_handoff(void)
 }
 
 /*
+ * A handoff at release inside this cluster (zkl_hands_over_at_release): the
+ * waiter holds before the delete leaves only where the deletion would have
+ * granted it, and only when the released node cannot stay and the session
+ * is proven alive.
+ */
+static void
+test_local_handoff(void)
+{
+	zkl_local_handoff_case base = {
+		.released_by_backend = true,
+		.exclusive_grant = true,
+		.delete_sure = true,
+		.semaphore = false,
+		.connected = true,
+		.proof_fresh = true,
+		.waiter_watches_it = true,
+		.downgrade_possible = false,
+		.predecessor_was_only_blocker = false,
+		.numbers_repeat = false,
+	};
+	zkl_local_handoff_case c;
+
+	check(zkl_hands_over_at_release(&base), "local handoff: a released exclusive grant, the waiter watching it: held at once");
+	c = base;
+	c.predecessor_was_only_blocker = true;
+	check(zkl_hands_over_at_release(&c), "local handoff: ... also when it was the waiter's only blocker");
+	c = base;
+	c.released_by_backend = false;
+	check(!zkl_hands_over_at_release(&c), "local handoff: not for a hold taken away, a failed request or a try");
+	c = base;
+	c.exclusive_grant = false;
+	check(!zkl_hands_over_at_release(&c), "local handoff: not after a shared hold, or one with its backend's read beside it");
+	c = base;
+	c.delete_sure = false;
+	check(!zkl_hands_over_at_release(&c), "local handoff: not when the delete may be refused (the node would stay)");
+	c = base;
+	c.semaphore = true;
+	check(!zkl_hands_over_at_release(&c), "local handoff: not for a semaphore's mutex");
+	c = base;
+	c.connected = false;
+	check(!zkl_hands_over_at_release(&c), "local handoff: not while the session is not connected");
+	c = base;
+	c.proof_fresh = false;
+	check(!zkl_hands_over_at_release(&c), "local handoff: not without a fresh proof (the session may have expired)");
+	c = base;
+	c.waiter_watches_it = false;
+	check(!zkl_hands_over_at_release(&c), "local handoff: not for a waiter watching another node");
+	c = base;
+	c.downgrade_possible = true;
+	check(!zkl_hands_over_at_release(&c), "local handoff: not where a downgrade may hide a read lock");
+	c = base;
+	c.numbers_repeat = true;
+	check(!zkl_hands_over_at_release(&c), "local handoff: not where numbers repeat");
+	c = base;
+	c.numbers_repeat = true;
+	c.predecessor_was_only_blocker = true;
+	check(!zkl_hands_over_at_release(&c), "local handoff: not where numbers repeat, even after the only blocker");
+}
+
+/*
  * Issue 41, point 7: a directory that mixes Curator's mutex layout and its
  * read-write lock's across zklock's node, which one of the Curator clients
  * cannot see (the worker warns once per directory).
@@ -657,6 +717,7 @@ main(void)
 	test_downgrade();
 	test_wrap();
 	test_handoff();
+	test_local_handoff();
 	test_holders();
 	test_layouts_mixed();
 	return tap_done();
