@@ -262,28 +262,39 @@ zkl_wb_outcome_of(int multi_rc)
 }
 
 /*
- * How long a lone delete may wait for a write to share its multi: one
- * network round trip to ZooKeeper (the shortest recent sync's), at most
- * ZKL_WB_LINGER_MAX_US; not at all while the distance is unknown.  Sent
- * alone, the delete would cost ZooKeeper a transaction of its own (a quorum
- * write, an fsync) and the next create of the cluster would queue behind
- * it; waiting one round trip more at most doubles how long another client
- * sees the released node, and the cap keeps that below a millisecond where
- * ZooKeeper is far.  The worker sleeps by whole milliseconds, so a delete
- * that finds no company leaves within about one millisecond.
+ * How long a lone delete may wait for a write to share its multi: one round
+ * trip of a write to ZooKeeper, what the delete itself will take to be
+ * answered (the shortest recent multi's, write_round_trip_us; where none is
+ * known, the shortest recent sync's, round_trip_us), at most
+ * ZKL_WB_LINGER_MAX_US; not at all while the distance is unknown (no sync
+ * answered lately).  Sent alone, the delete would cost ZooKeeper a
+ * transaction of its own (a quorum write, an fsync) and the next create of
+ * the cluster would queue behind it; waiting one write's round trip more at
+ * most doubles how long another client sees the released node, and the cap
+ * keeps that below a millisecond where ZooKeeper is far.  A sync's round
+ * trip alone would be shorter than the gap between a client's release and
+ * its next acquire, even on one machine (the client's own round trip to
+ * PostgreSQL), and the delete would leave alone at the worker's next
+ * wake-up.  The worker sleeps by whole milliseconds, so a delete that finds
+ * no company leaves within about one millisecond.
  */
 int64_t
-zkl_wb_linger_bound(int64_t round_trip_us)
+zkl_wb_linger_bound(int64_t round_trip_us, int64_t write_round_trip_us)
 {
+	int64_t		bound = round_trip_us;
+
 	if (round_trip_us <= 0)
 		return 0;
-	return round_trip_us > ZKL_WB_LINGER_MAX_US ? ZKL_WB_LINGER_MAX_US : round_trip_us;
+	if (write_round_trip_us > bound)
+		bound = write_round_trip_us;
+	return bound > ZKL_WB_LINGER_MAX_US ? ZKL_WB_LINGER_MAX_US : bound;
 }
 
 /*
  * How many more microseconds the one delete ready now (a release's, with
  * nothing else ready and no multi in flight) waits for the next write of
- * this worker to share its multi; 0: it goes now.  The next lock create
+ * this worker to share its multi (zkl_wb_linger_bound in all); 0: it goes
+ * now.  The next lock create
  * then travels after it in one multi, one transaction: the uncontended
  * cycle of release and acquire costs ZooKeeper one fsync, not two.
  *
@@ -303,7 +314,7 @@ zkl_wb_linger_bound(int64_t round_trip_us)
 int64_t
 zkl_wb_linger_left(const zkl_wb_linger_case * c)
 {
-	int64_t		bound = zkl_wb_linger_bound(c->round_trip_us);
+	int64_t		bound = zkl_wb_linger_bound(c->round_trip_us, c->write_round_trip_us);
 
 	if (!c->lone_delete || !c->connected || !c->proof_fresh || c->shutting_down ||
 		c->release_now || c->neighbour || c->others)

@@ -82,7 +82,7 @@ extern void zkl_wb_flight_answered(zkl_wb_flight *flight, uint32_t handle);
 
 /*
  * A lone delete waits for company at most this long, however far
- * ZooKeeper is (zkl_wb_linger_bound).
+ * ZooKeeper is and however slow its writes (zkl_wb_linger_bound).
  */
 #define ZKL_WB_LINGER_MAX_US	1000
 
@@ -101,10 +101,11 @@ typedef struct zkl_wb_linger_case
 	bool		others;			/* a request that is no lock create leaves
 								 * this worker in this pass */
 	int64_t		waited_us;		/* since the delete became ready */
-	int64_t		round_trip_us;	/* zkl_wb_rtt_shortest */
+	int64_t		round_trip_us;	/* zkl_wb_rtt_shortest of the syncs */
+	int64_t		write_round_trip_us;	/* zkl_wb_rtt_shortest of the multis */
 }			zkl_wb_linger_case;
 
-extern int64_t zkl_wb_linger_bound(int64_t round_trip_us);
+extern int64_t zkl_wb_linger_bound(int64_t round_trip_us, int64_t write_round_trip_us);
 extern int64_t zkl_wb_linger_left(const zkl_wb_linger_case * c);
 
 #endif							/* ZKLOCK_WRITE_BATCH_RULE_H */

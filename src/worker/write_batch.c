@@ -151,6 +151,13 @@ static int64 zkl_wb_linger_until = 0;
  */
 static zkl_wb_rtt zkl_wb_rtts;
 
+/*
+ * How long a write takes to be answered: the shortest recent round trip of
+ * a multi answered whole (its quorum write and fsync included), which
+ * bounds how long a lone delete waits for company (zkl_wb_linger_bound).
+ */
+static zkl_wb_rtt zkl_wb_write_rtts;
+
 /* Per slot: its next write goes alone (a multi with it failed as a whole). */
 static bool *zkl_wb_alone = NULL;
 
@@ -595,6 +602,7 @@ zkl_wb_linger(const zkl_wb_op *op, bool others)
 	c.others = others;
 	c.waited_us = now - op->ready_at;
 	c.round_trip_us = zkl_wb_rtt_shortest(&zkl_wb_rtts);
+	c.write_round_trip_us = zkl_wb_rtt_shortest(&zkl_wb_write_rtts);
 	if (c.connected && c.proof_fresh && !c.shutting_down && !others)
 		zkl_wb_neighbours(op->slotno, &c.neighbour, &c.release_now);
 	left = zkl_wb_linger_left(&c);
@@ -771,7 +779,11 @@ zkl_batch_answered(zkl_event *ev)
 
 	/* The multi's last share: what was held for its answer may go. */
 	if (ev->multi_end)
+	{
 		zkl_wb_flight_answered(&zkl_wb_in_flight, ev->multi_handle);
+		if (ev->rc == ZOK && ev->multi_sent_at != 0)
+			zkl_wb_rtt_note(&zkl_wb_write_rtts, GetCurrentTimestamp() - ev->multi_sent_at, zkl_now());
+	}
 	if (ev->slotno < 0 || ev->slotno >= zkl_shared->nslots)
 		return;
 	op.kind = (zkl_wb_kind) ev->type;

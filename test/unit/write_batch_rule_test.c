@@ -282,10 +282,15 @@ test_linger(void)
 {
 	zkl_wb_linger_case c;
 
-	check(zkl_wb_linger_bound(0) == 0, "linger bound: none while the distance is unknown");
-	check(zkl_wb_linger_bound(-3) == 0, "linger bound: none for a round trip that cannot be");
-	check(zkl_wb_linger_bound(250) == 250, "linger bound: one sync round trip near ZooKeeper");
-	check(zkl_wb_linger_bound(50000) == ZKL_WB_LINGER_MAX_US, "linger bound: capped far from it");
+	check(zkl_wb_linger_bound(0, 0) == 0, "linger bound: none while the distance is unknown");
+	check(zkl_wb_linger_bound(0, 400) == 0, "linger bound: none while the distance is unknown, whatever the writes took");
+	check(zkl_wb_linger_bound(-3, 0) == 0, "linger bound: none for a round trip that cannot be");
+	check(zkl_wb_linger_bound(250, 0) == 250, "linger bound: one sync round trip near ZooKeeper, no write answered yet");
+	check(zkl_wb_linger_bound(100, 450) == 450, "linger bound: one write round trip (its fsync included) where known");
+	check(zkl_wb_linger_bound(300, 120) == 300, "linger bound: never below the sync's round trip");
+	check(zkl_wb_linger_bound(100, -5) == 100, "linger bound: a write round trip that cannot be is ignored");
+	check(zkl_wb_linger_bound(50000, 0) == ZKL_WB_LINGER_MAX_US, "linger bound: capped far from it");
+	check(zkl_wb_linger_bound(200, 9000) == ZKL_WB_LINGER_MAX_US, "linger bound: capped where writes are slow");
 
 	c = linger_case(0, 300);
 	check(zkl_wb_linger_left(&c) == 300, "a lone release's delete waits one round trip for company");
@@ -301,6 +306,9 @@ test_linger(void)
 	check(zkl_wb_linger_left(&c) == 0, "no round trip known: goes at once");
 	c = linger_case(0, 1000000);
 	check(zkl_wb_linger_left(&c) == ZKL_WB_LINGER_MAX_US, "far from ZooKeeper: waits no more than the cap");
+	c = linger_case(100, 80);
+	c.write_round_trip_us = 500;
+	check(zkl_wb_linger_left(&c) == 400, "a lone delete waits one write round trip where one is known, less what it waited");
 
 	c = linger_case(0, 300);
 	c.lone_delete = false;
