@@ -59,6 +59,7 @@
 #include "postgres.h"
 
 #include "common/hashfn.h"
+#include "nodes/pg_list.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -221,6 +222,26 @@ zkl_contender_holds(int slotno, zkl_slot *slot)
 }
 
 /*
+ * A waiter (slotno) watches pred: when pred is a node of this cluster, its
+ * slot is told, so that its release looks for waiters to hand the lock to
+ * (zkl_hand_over_at_release) and a release nobody of ours waits for costs
+ * no look over the slots.  A hint only: a slot it misses leaves its waiter
+ * to the deletion's watch, as before.
+ */
+static void
+zkl_note_watched_here(int slotno, const char *pred)
+{
+	zkl_node_entry *entry;
+
+	/* A name longer than the map's keys is never one of ours. */
+	if (zkl_node_map == NULL || strlen(pred) >= ZKL_MAX_NODE_LEN)
+		return;
+	entry = hash_search(zkl_node_map, pred, HASH_FIND, NULL);
+	if (entry != NULL && entry->slotno != slotno)
+		zkl_works[entry->slotno].watched_here = true;
+}
+
+/*
  * Decide from a listing that contains our node.  An exclusive request waits
  * for every lower node, a shared one only for lower writers, so a writer
  * that asked first is served before later readers.  The owner's own hold of
@@ -297,6 +318,7 @@ zkl_evaluate(int slotno, zkl_slot *slot, char **children, int nchildren)
 	work->numbers_repeat = d.equal || d.at_top;
 	work->pred_owner = 0;
 	zkl_set_pred(work, pred);
+	zkl_note_watched_here(slotno, pred);
 	path = zkl_child_path(slot, pred);
 	/* getData, not exists: a vanished predecessor leaves no watch behind. */
 	zkl_check_sent(slotno, zoo_awget(zkl_zh, path, zkl_node_watcher,
@@ -514,8 +536,8 @@ void
 zkl_hand_over_at_release(int slotno, zkl_slot *slot)
 {
 	zkl_local_handoff_case c = {0};
-	int		   *waiters;
-	int			nwaiters = 0;
+	List	   *waiters = NIL;
+	ListCell   *lc;
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	c.released_by_backend = slot->state == ZKL_SLOT_RELEASING &&
@@ -528,11 +550,11 @@ zkl_hand_over_at_release(int slotno, zkl_slot *slot)
 	c.proof_fresh = zkl_proof_holds(zkl_heartbeat_state.proof, zkl_shared->negotiated_timeout,
 									zkl_now());
 	c.waiter_watches_it = true;
-	if (!zkl_hands_over_at_release(&c) || slot->node[0] == '\0')
+	if (!zkl_works[slotno].watched_here || !zkl_hands_over_at_release(&c) ||
+		slot->node[0] == '\0')
 		return;
 
 	/* The waiters watching this node: in this directory, by its full name. */
-	waiters = palloc(sizeof(int) * zkl_shared->nslots);
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	for (int i = zkl_shared->used_head; i >= 0; i = zkl_shared->slots[i].next)
 	{
@@ -540,13 +562,13 @@ zkl_hand_over_at_release(int slotno, zkl_slot *slot)
 			zkl_works[i].pred != NULL &&
 			strcmp(zkl_works[i].pred, slot->node) == 0 &&
 			strcmp(zkl_shared->slots[i].dir, slot->dir) == 0)
-			waiters[nwaiters++] = i;
+			waiters = lappend_int(waiters, i);
 	}
 	LWLockRelease(zkl_shared->lock);
 
-	for (int k = 0; k < nwaiters; k++)
+	foreach(lc, waiters)
 	{
-		int			w = waiters[k];
+		int			w = lfirst_int(lc);
 		zkl_slot   *waiter = &zkl_shared->slots[w];
 		zkl_work   *work = &zkl_works[w];
 
@@ -562,7 +584,7 @@ zkl_hand_over_at_release(int slotno, zkl_slot *slot)
 		work->handoff = true;
 		zkl_grant(w, waiter);
 	}
-	pfree(waiters);
+	list_free(waiters);
 }
 
 static void

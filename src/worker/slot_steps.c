@@ -213,7 +213,7 @@ zkl_end_work(zkl_work *work)
 	work->retry = false;
 	work->fail_rc = 0;
 	work->parent_attempts = 0;
-	work->waited = work->handoff = false;
+	work->waited = work->handoff = work->watched_here = false;
 	work->numbers_repeat = work->equal_logged = work->revoke_seen = false;
 	work->lease_watched = false;
 	work->lease_czxid = 0;

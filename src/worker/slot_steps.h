@@ -53,6 +53,9 @@ typedef struct zkl_work
 								 * message: acted on at the grant */
 	bool		waited;			/* watched a predecessor since the create */
 	bool		handoff;		/* the predecessor went; not yet granted */
+	bool		watched_here;	/* a waiter of this cluster watches our node:
+								 * its release looks for waiters to hand the
+								 * lock to (a hint, lock_recipe.c) */
 	uint32		own_watch_gen;	/* opgen for which our node's watch is set */
 	int			parent_attempts;
 	bool		lease_unsure;	/* semaphore: our lease may exist unseen */
