@@ -294,14 +294,15 @@ zkl_wb_linger_bound(int64_t round_trip_us, int64_t write_round_trip_us)
  * How many more microseconds the one delete ready now (a release's, with
  * nothing else ready and no multi in flight) waits for the next write of
  * this worker to share its multi (zkl_wb_linger_bound in all); 0: it goes
- * now.  The next lock create
- * then travels after it in one multi, one transaction: the uncontended
- * cycle of release and acquire costs ZooKeeper one fsync, not two.
+ * now.  The next lock create then travels after it in one multi, one
+ * transaction: the uncontended cycle of release and acquire costs
+ * ZooKeeper one fsync, not two.
  *
  * It goes at once when waiting could hurt more than it spares: a request of
- * this cluster in the same lock directory (a waiter behind it is handed the
- * lock on the delete's answer, and never waits for the worker's own
- * company); a backend that asked for no wait (zk_lock_release_all, its
+ * this cluster in the same lock directory (a waiter behind it that was not
+ * handed the lock at the release, lock_rule.c's zkl_hands_over_at_release,
+ * is granted on the delete's answer and never waits for the worker's own
+ * company; a listing on its way would see the node); a backend that asked for no wait (zk_lock_release_all, its
  * exit, a release that waits for the delete's answer) or a hold the worker
  * takes away; a session not connected, or whose proof would run out
  * meanwhile; a stopping worker; and any request of another kind (a
