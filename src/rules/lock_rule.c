@@ -641,15 +641,24 @@ zkl_holds_after_predecessor(bool predecessor_was_only_blocker,
  * - the waiter watches that very node, and no downgrade may hide a read
  *   lock behind it (zkl_downgrade_possible: that needs a listing);
  * - the session is connected and its proof holds now: ZooKeeper heard from
- *   it within the proof's margin, so it has not expired and both nodes
- *   still exist.  Without that, only ZooKeeper's own answer (the watch on
- *   the node's deletion) may grant, as it proves the session alive.
+ *   it within the proof's margin, so it has not expired and its nodes did
+ *   not go with it;
+ * - the events are current: ZooKeeper answered a request of this
+ *   connection that left at most ZKL_HANDOFF_HEARD_US ago, and events come
+ *   in order with answers, so the deletion of the waiter's own node by
+ *   another client (which queues the waiter again) has been handled if
+ *   ZooKeeper applied it before that request came.  A deletion after it is
+ *   no different from one just after a grant by the watch's event, which
+ *   the waiter also learns of only when that deletion's event comes.
+ *
+ * Otherwise only ZooKeeper's own event on the deletion grants the waiter:
+ * it proves the session alive and comes after every earlier event.
  */
 bool
 zkl_hands_over_at_release(const zkl_local_handoff_case *c)
 {
 	if (!c->released_by_backend || !c->exclusive_grant || !c->delete_sure ||
-		c->semaphore || !c->connected || !c->proof_fresh ||
+		c->semaphore || !c->connected || !c->proof_fresh || !c->events_current ||
 		!c->waiter_watches_it || c->downgrade_possible)
 		return false;
 	return zkl_holds_after_predecessor(c->predecessor_was_only_blocker, true,

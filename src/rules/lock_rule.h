@@ -106,6 +106,8 @@ typedef struct zkl_local_handoff_case
 	bool		semaphore;		/* either slot is a semaphore's mutex */
 	bool		connected;		/* the session is connected */
 	bool		proof_fresh;	/* and its proof holds now */
+	bool		events_current; /* ZooKeeper answered a request that left
+								 * within ZKL_HANDOFF_HEARD_US */
 	bool		waiter_watches_it;	/* the waiter watches the released node */
 	bool		downgrade_possible; /* a downgrade may hide a read lock behind
 									 * it */
@@ -114,6 +116,12 @@ typedef struct zkl_local_handoff_case
 } zkl_local_handoff_case;
 
 extern bool zkl_hands_over_at_release(const zkl_local_handoff_case *c);
+
+/*
+ * A handoff at release needs an answer to a request that left at most this
+ * long ago (zkl_hands_over_at_release).
+ */
+#define ZKL_HANDOFF_HEARD_US	10000
 extern int64_t zkl_next_sequence(int32_t cversion, int32_t num_children);
 extern bool zkl_counter_near_top(int64_t next_sequence);
 extern zkl_decision zkl_decide(const char *const *children, int nchildren,

@@ -549,6 +549,8 @@ zkl_hand_over_at_release(int slotno, zkl_slot *slot)
 	c.connected = zkl_zh != NULL && zkl_shared->session_state == ZKL_SESSION_CONNECTED;
 	c.proof_fresh = zkl_proof_holds(zkl_heartbeat_state.proof, zkl_shared->negotiated_timeout,
 									zkl_now());
+	c.events_current = zkl_session_heard_sent() != 0 &&
+		zkl_now() - zkl_session_heard_sent() <= ZKL_HANDOFF_HEARD_US;
 	c.waiter_watches_it = true;
 	if (!zkl_works[slotno].watched_here || !zkl_hands_over_at_release(&c) ||
 		slot->node[0] == '\0')

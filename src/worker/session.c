@@ -300,11 +300,38 @@ zkl_finish_closing_previous(int state)
 	zkl_next_connect = 0;
 }
 
+/*
+ * When the newest request of this connection that ZooKeeper answered left
+ * (zkl_now()'s clock), 0 when none since the connection changed.
+ * ZooKeeper answers a session's requests and sends its watch events in
+ * order, and the worker handles them in that order: every event of a change
+ * ZooKeeper applied before that request came has been handled.  A handoff
+ * inside the cluster relies on it (lock_rule.c, zkl_hands_over_at_release).
+ * Any session event forgets it: events lost with a connection come again
+ * only after the next one.
+ */
+static int64 zkl_heard_sent = 0;
+
+/* A request that left at sent (zkl_now()) was answered. */
+void
+zkl_session_heard(int64 sent)
+{
+	if (sent > zkl_heard_sent)
+		zkl_heard_sent = sent;
+}
+
+int64
+zkl_session_heard_sent(void)
+{
+	return zkl_heard_sent;
+}
+
 void
 zkl_handle_session_event(int state)
 {
 	/* A watch on .waits may have missed a change meanwhile. */
 	zkl_waits_watch_moved();
+	zkl_heard_sent = 0;
 	if (zkl_closing_previous)
 	{
 		if (state == ZOO_CONNECTED_STATE || state == ZOO_EXPIRED_SESSION_STATE ||

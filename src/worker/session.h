@@ -33,5 +33,7 @@ extern void zkl_handle_session_event(int state);
 extern void zkl_session_restart(void);
 extern int64 zkl_session_give_up_at(void);
 extern void zkl_check_session_proof(void);
+extern void zkl_session_heard(int64 sent);
+extern int64 zkl_session_heard_sent(void);
 
 #endif							/* ZKLOCK_SESSION_H */

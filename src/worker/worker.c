@@ -192,7 +192,10 @@ zkl_drain_events(void)
 
 			/* A sync's round trip: how far ZooKeeper is, for the multis. */
 			if (ev->rc == ZOK && zkl_heartbeat_state.in_flight)
+			{
 				zkl_batch_distance(now - zkl_heartbeat_state.sent, now);
+				zkl_session_heard(zkl_heartbeat_state.sent);
+			}
 			/* The leader had the session alive when the request left. */
 			if (zkl_beat_answered(&zkl_heartbeat_state, ev->rc == ZOK))
 			{

@@ -631,6 +631,7 @@ test_local_handoff(void)
 		.semaphore = false,
 		.connected = true,
 		.proof_fresh = true,
+		.events_current = true,
 		.waiter_watches_it = true,
 		.downgrade_possible = false,
 		.predecessor_was_only_blocker = false,
@@ -660,6 +661,9 @@ test_local_handoff(void)
 	c = base;
 	c.proof_fresh = false;
 	check(!zkl_hands_over_at_release(&c), "local handoff: not without a fresh proof (the session may have expired)");
+	c = base;
+	c.events_current = false;
+	check(!zkl_hands_over_at_release(&c), "local handoff: not without a recent answer (an event of the waiter's own deletion may be on its way)");
 	c = base;
 	c.waiter_watches_it = false;
 	check(!zkl_hands_over_at_release(&c), "local handoff: not for a waiter watching another node");
