@@ -122,6 +122,7 @@ extern bool zkl_hands_over_at_release(const zkl_local_handoff_case *c);
  * long ago (zkl_hands_over_at_release).
  */
 #define ZKL_HANDOFF_HEARD_US	10000
+
 extern int64_t zkl_next_sequence(int32_t cversion, int32_t num_children);
 extern bool zkl_counter_near_top(int64_t next_sequence);
 extern zkl_decision zkl_decide(const char *const *children, int nchildren,

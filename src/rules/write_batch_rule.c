@@ -302,13 +302,13 @@ zkl_wb_linger_bound(int64_t round_trip_us, int64_t write_round_trip_us)
  * this cluster in the same lock directory (a waiter behind it that was not
  * handed the lock at the release, lock_rule.c's zkl_hands_over_at_release,
  * is granted on the delete's answer and never waits for the worker's own
- * company; a listing on its way would see the node); a backend that asked for no wait (zk_lock_release_all, its
- * exit, a release that waits for the delete's answer) or a hold the worker
- * takes away; a session not connected, or whose proof would run out
- * meanwhile; a stopping worker; and any request of another kind (a
- * listing, a semaphore's, a publication) leaving in this pass, so that
- * every request but a lock create still reaches ZooKeeper after the
- * delete, in the order sent.  A lock create of the same directory never
+ * company; a listing on its way would see the node); a backend that asked
+ * for no wait (zk_lock_release_all, its exit, a release that waits for the
+ * delete's answer) or a hold the worker takes away; a session not
+ * connected, or whose proof would run out meanwhile; a stopping worker; and
+ * any request of another kind (a listing, a semaphore's, a publication)
+ * leaving in this pass, so that every request but a lock create still
+ * reaches ZooKeeper after the delete, in the order sent.  A lock create of the same directory never
  * overtakes it: it joins the multi after it, or (sent alone) makes it go
  * first (write_batch.c).
  */

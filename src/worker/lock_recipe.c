@@ -539,6 +539,9 @@ zkl_hand_over_at_release(int slotno, zkl_slot *slot)
 	List	   *waiters = NIL;
 	ListCell   *lc;
 
+	/* Nobody of ours watches its node: nothing to look for. */
+	if (!zkl_works[slotno].watched_here || slot->node[0] == '\0')
+		return;
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	c.released_by_backend = slot->state == ZKL_SLOT_RELEASING &&
 		slot->take_reason == ZKL_TAKE_NONE;
@@ -552,8 +555,7 @@ zkl_hand_over_at_release(int slotno, zkl_slot *slot)
 	c.events_current = zkl_session_heard_sent() != 0 &&
 		zkl_now() - zkl_session_heard_sent() <= ZKL_HANDOFF_HEARD_US;
 	c.waiter_watches_it = true;
-	if (!zkl_works[slotno].watched_here || !zkl_hands_over_at_release(&c) ||
-		slot->node[0] == '\0')
+	if (!zkl_hands_over_at_release(&c))
 		return;
 
 	/* The waiters watching this node: in this directory, by its full name. */

@@ -74,7 +74,6 @@
 #include "postmaster/interrupt.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
-#include "utils/timestamp.h"
 
 #include "rules/clock.h"
 #include "rules/write_batch_rule.h"
@@ -106,8 +105,7 @@ typedef struct zkl_wb_op
  */
 typedef struct zkl_wb_multi
 {
-	TimestampTz sent_at;		/* when zoo_amulti took it */
-	int64		sent_mono;		/* ... on zkl_now()'s clock */
+	int64		sent_at;		/* when zoo_amulti took it (zkl_now()) */
 	uint32		handle;			/* zkl_handle_number when it did */
 	int			nlock;			/* lock operations, first in ops[] */
 	int			nops;			/* ... and the setData of each create */
@@ -441,7 +439,6 @@ zkl_multi_done(int rc, const void *data)
 		if (ev->multi_end)
 		{
 			ev->multi_sent_at = m->sent_at;
-			ev->multi_sent_mono = m->sent_mono;
 			ev->multi_handle = m->handle;
 		}
 		zkl_event_post(ev);
@@ -521,8 +518,7 @@ zkl_wb_send_multi(zkl_wb_op **group, int n)
 			zoo_delete_op_init(&m->ops[i], op->path, -1);
 	}
 
-	m->sent_at = GetCurrentTimestamp();
-	m->sent_mono = zkl_now();
+	m->sent_at = zkl_now();
 	m->handle = zkl_handle_number;
 	rc = zoo_amulti(zkl_zh, m->nops, m->ops, m->results, zkl_multi_done, m);
 	if (rc != ZOK)
@@ -783,13 +779,16 @@ zkl_batch_answered(zkl_event *ev)
 	/* The multi's last share: what was held for its answer may go. */
 	if (ev->multi_end)
 	{
+		int64		now = zkl_now();
+		zkl_wb_outcome outcome = zkl_wb_outcome_of(ev->rc);
+
 		zkl_wb_flight_answered(&zkl_wb_in_flight, ev->multi_handle);
-		if (ev->rc == ZOK && ev->multi_sent_at != 0)
-			zkl_wb_rtt_note(&zkl_wb_write_rtts, GetCurrentTimestamp() - ev->multi_sent_at, zkl_now());
+		if (ev->rc == ZOK)
+			zkl_wb_rtt_note(&zkl_wb_write_rtts, now - ev->multi_sent_at, now);
 		/* Answered, so ZooKeeper had it: on the handle in use only. */
-		if (ev->multi_handle == zkl_handle_number && zkl_wb_outcome_of(ev->rc) != ZKL_WB_UNKNOWN &&
-			zkl_wb_outcome_of(ev->rc) != ZKL_WB_SESSION)
-			zkl_session_heard(ev->multi_sent_mono);
+		if (ev->multi_handle == zkl_handle_number &&
+			outcome != ZKL_WB_UNKNOWN && outcome != ZKL_WB_SESSION)
+			zkl_session_heard(ev->multi_sent_at);
 	}
 	if (ev->slotno < 0 || ev->slotno >= zkl_shared->nslots)
 		return;

@@ -90,8 +90,7 @@ typedef struct zkl_event
 								 * zklock's */
 	bool		revoke_message; /* OWN_EXISTS: the data asks us to give up */
 	bool		multi_end;		/* ZKL_EV_BATCHED: the multi's last share */
-	int64		multi_sent_at;	/* ... and when its multi left */
-	int64		multi_sent_mono;	/* ... the same, on zkl_now()'s clock */
+	int64		multi_sent_at;	/* ... and when its multi left (zkl_now()) */
 	uint32		multi_handle;	/* ... and the handle it left on */
 	bool		dir_refused;	/* ZKL_EV_BATCHED: its create's directory
 								 * refused the multi's setData (ZNOAUTH) */
