@@ -23,9 +23,10 @@
  *       (distinct) or on one lock (same); every measured cycle is reported
  *       as [granted, released] relative to the start.  RATE, when given and
  *       not 0, is the offered load: cycles per second of all threads
- *       together, each thread starting its cycles on a fixed schedule of
- *       RATE / THREADS a second (a thread that falls behind does not make up
- *       for it later);
+ *       together, each thread starting its cycles on a Poisson schedule of
+ *       RATE / THREADS a second, as pgbench -R schedules its transactions
+ *       (a thread that falls behind starts its late cycles at once, as
+ *       pgbench does);
  *   CuratorBench CONNECT waiters N
  *       prints "session 0x..." and waits for a line on stdin; a holder
  *       takes the lock and N threads queue behind it; prints "started" and
@@ -63,6 +64,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
@@ -241,6 +243,19 @@ public final class CuratorBench
 		System.out.println(out.append("]}"));
 	}
 
+	/*
+	 * The time to a thread's next scheduled cycle, in nanoseconds: drawn from
+	 * an exponential distribution of mean "every", as pgbench -R draws its
+	 * own, so that the cycles of all threads arrive as a Poisson process of
+	 * the offered rate on both sides.  (A fixed schedule from a common start
+	 * sent every thread's cycle at the same instant, a burst ZooKeeper
+	 * commits with one fsync, which pgbench's clients never send.)
+	 */
+	private static long poissonGap(ThreadLocalRandom random, long every)
+	{
+		return (long) (-Math.log(1.0 - random.nextDouble()) * every);
+	}
+
 	private static void loop(CuratorFramework client, int threads, double seconds, int warmup,
 							 boolean same, long startAt, double rate) throws Exception
 	{
@@ -276,7 +291,8 @@ public final class CuratorBench
 				}
 				barrier.await();
 				long end = t0 + (long) (seconds * 1e9);
-				long next = t0;
+				ThreadLocalRandom random = ThreadLocalRandom.current();
+				long next = every > 0 ? t0 + poissonGap(random, every) : t0;
 
 				while (System.nanoTime() < end)
 				{
@@ -289,7 +305,7 @@ public final class CuratorBench
 							LockSupport.parkNanos(next - now);
 							continue;
 						}
-						next = Math.max(next + every, now);
+						next += poissonGap(random, every);
 					}
 					cycle(mutex, mine);
 				}

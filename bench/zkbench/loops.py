@@ -190,10 +190,10 @@ class LoopShapes(Harness):
 
     def shape_load(self, jvm):
         """(b)'s clients, rate-limited to the same offered load on both
-        sides (pgbench -R; Curator's threads on a fixed schedule): the CPU
-        per cycle of ZooKeeper and of the lock client, and ZooKeeper's
-        requests, transactions and fsyncs per cycle, at each rate of
-        load_rates.  CPU per cycle depends on the load (batching, wake-ups):
+        sides (pgbench -R; Curator's threads each on a Poisson schedule, as
+        pgbench's): the CPU per cycle of ZooKeeper and of the lock client,
+        and ZooKeeper's requests, transactions and fsyncs per cycle, at each
+        rate of load_rates.  CPU per cycle depends on the load (batching, wake-ups):
         only at equal load do the two compare."""
         for i, rate in enumerate(self.load_rates):
             shape = "(b) at %d/s" % rate
@@ -214,7 +214,8 @@ class LoopShapes(Harness):
                 self.res.add(shape, "offered %d/s: cycles/s achieved" % rate, name, achieved,
                              "/s", cpu=usage, n=int(n), rounds=self.round_rates(got, name),
                              note="equal offered load: pgbench -R %d -c %d -j 2 over TCP, and "
-                                  "Curator's %d threads each starting a cycle every %.1f ms; "
+                                  "Curator's %d threads each on a Poisson schedule, a cycle "
+                                  "every %.1f ms on average; "
                                   "CPU per cycle is compared only between sides that reach "
                                   "the rate" % (rate, self.clients, self.clients,
                                                 self.clients * 1000.0 / rate)

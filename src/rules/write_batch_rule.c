@@ -223,6 +223,24 @@ zkl_wb_must_list(int num_children)
 }
 
 /*
+ * Whether a group of size operations of the given kind (its first's: a
+ * group of one has one) leaves as a multi rather than each alone, on a
+ * connected session.  Two or more share one.  One create goes as a multi of
+ * its own too: the setData that follows it answers the directory's Stat,
+ * so that a create alone in its directory holds on that answer, where a
+ * lone create would ask for a listing, one more request and round trip.  A
+ * lone delete gains nothing from it, and goes alone.  Not connected, each
+ * goes alone, where the steps handle the connection's state.
+ */
+bool
+zkl_wb_as_multi(zkl_wb_kind kind, int size, bool connected)
+{
+	if (!connected || size < 1)
+		return false;
+	return size > 1 || kind == ZKL_WB_CREATE;
+}
+
+/*
  * What the multi's answer (multi_rc, the first failing operation's code)
  * means for each of its operations.  A multi is carried out whole or not
  * at all: when one operation fails, none is done, whichever failed, so

@@ -72,6 +72,7 @@ extern int	zkl_wb_group(const zkl_wb_kind *kinds, const char *const *dirs, int n
 						 int *group, void *scratch);
 extern uint64_t zkl_wb_group_steps;
 extern bool zkl_wb_must_list(int num_children);
+extern bool zkl_wb_as_multi(zkl_wb_kind kind, int size, bool connected);
 extern int	zkl_wb_in_flight_limit(int64_t round_trip_us);
 extern bool zkl_wb_hold(int in_flight, int n, bool connected, int64_t round_trip_us);
 extern void zkl_wb_rtt_note(zkl_wb_rtt * rtt, int64_t sample_us, int64_t now_us);

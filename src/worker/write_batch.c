@@ -13,9 +13,10 @@
  * sends it at the end (zkl_batch_flush).  Meanwhile lock_recipe.c and
  * slot_steps.c hand their contender creates and their deletes here
  * (zkl_batch_take_create, zkl_batch_take_delete) instead of sending them.
- * With no multi in flight, what is ready leaves at the end of the pass: a
- * group of one alone, through the steps' own path, as without batching, so
- * a lone request waits for nobody.  While a multi is in flight (or a few,
+ * With no multi in flight, what is ready leaves at the end of the pass, so
+ * a lone request waits for nobody: a lone delete alone, through the steps'
+ * own path, as without batching; a lone create as a multi of its own (its
+ * setData's Stat spares the listing, below).  While a multi is in flight (or a few,
  * far from ZooKeeper: zkl_wb_in_flight_limit, by the multis' shortest
  * recent round trip), what becomes ready waits for an answer and then leaves
  * together (write_batch_rule.c, zkl_wb_hold): under load each multi
@@ -708,13 +709,13 @@ zkl_batch_flush(void)
 		int			size = first[g] - begin;
 		zkl_wb_op **in = members + begin;
 
-		if (size == 1 || !connected)
+		if (zkl_wb_as_multi(in[0]->kind, size, connected))
+			zkl_wb_send_multi(in, size);
+		else
 		{
 			for (int i = 0; i < size; i++)
 				zkl_wb_send_alone(in[i]->kind, in[i]->slotno);
 		}
-		else
-			zkl_wb_send_multi(in, size);
 	}
 	pfree(first);
 	for (int i = 0; i < n; i++)

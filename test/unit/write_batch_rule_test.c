@@ -339,6 +339,14 @@ test_must_list(void)
 	check(!zkl_wb_must_list(1), "the create's node alone in its directory: no listing, it holds");
 	check(zkl_wb_must_list(2), "another child: the directory is listed");
 	check(zkl_wb_must_list(1000), "many children: listed");
+	check(zkl_wb_as_multi(ZKL_WB_CREATE, 1, true),
+		  "one create: a multi of its own, whose setData answers the directory's Stat");
+	check(!zkl_wb_as_multi(ZKL_WB_DELETE, 1, true), "one delete: alone");
+	check(zkl_wb_as_multi(ZKL_WB_DELETE, 2, true), "two operations: one multi");
+	check(zkl_wb_as_multi(ZKL_WB_CREATE, 5, true), "five operations: one multi");
+	check(!zkl_wb_as_multi(ZKL_WB_CREATE, 1, false), "not connected: a create goes alone");
+	check(!zkl_wb_as_multi(ZKL_WB_DELETE, 3, false), "not connected: each goes alone");
+	check(!zkl_wb_as_multi(ZKL_WB_CREATE, 0, true), "an empty group: nothing to send");
 	check(zkl_wb_must_list(0), "no child (a count that cannot be after a create): listed");
 	check(zkl_wb_must_list(-1), "a negative count: listed");
 }
