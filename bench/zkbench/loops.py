@@ -193,8 +193,8 @@ class LoopShapes(Harness):
         sides (pgbench -R; Curator's threads each on a Poisson schedule, as
         pgbench's): the CPU per cycle of ZooKeeper and of the lock client,
         and ZooKeeper's requests, transactions and fsyncs per cycle, at each
-        rate of load_rates.  CPU per cycle depends on the load (batching, wake-ups):
-        only at equal load do the two compare."""
+        rate of load_rates.  CPU per cycle depends on the load (batching,
+        wake-ups): only at equal load do the two compare."""
         for i, rate in enumerate(self.load_rates):
             shape = "(b) at %d/s" % rate
             self.say("%s %d clients on %d distinct locks, offered load %d cycles/s "

@@ -326,9 +326,9 @@ zkl_wb_linger_bound(int64_t round_trip_us, int64_t write_round_trip_us)
  * connected, or whose proof would run out meanwhile; a stopping worker; and
  * any request of another kind (a listing, a semaphore's, a publication)
  * leaving in this pass, so that every request but a lock create still
- * reaches ZooKeeper after the delete, in the order sent.  A lock create of the same directory never
- * overtakes it: it joins the multi after it, or (sent alone) makes it go
- * first (write_batch.c).
+ * reaches ZooKeeper after the delete, in the order sent.  A lock create
+ * of the same directory never overtakes it: it joins the multi after it,
+ * or (sent alone) makes it go first (write_batch.c).
  */
 int64_t
 zkl_wb_linger_left(const zkl_wb_linger_case * c)

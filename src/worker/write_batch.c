@@ -16,9 +16,10 @@
  * With no multi in flight, what is ready leaves at the end of the pass, so
  * a lone request waits for nobody: a lone delete alone, through the steps'
  * own path, as without batching; a lone create as a multi of its own (its
- * setData's Stat spares the listing, below).  While a multi is in flight (or a few,
- * far from ZooKeeper: zkl_wb_in_flight_limit, by the multis' shortest
- * recent round trip), what becomes ready waits for an answer and then leaves
+ * setData's Stat spares the listing, below), which then counts as a multi
+ * in flight.  While a multi is in flight (or a few, far from ZooKeeper:
+ * zkl_wb_in_flight_limit, by the multis' shortest recent round trip),
+ * what becomes ready waits for an answer and then leaves
  * together (write_batch_rule.c, zkl_wb_hold): under load each multi
  * carries what came while the one before it was answered, a group commit,
  * and ZooKeeper's work per lock falls with the load.  The multis in

@@ -339,6 +339,14 @@ test_must_list(void)
 	check(!zkl_wb_must_list(1), "the create's node alone in its directory: no listing, it holds");
 	check(zkl_wb_must_list(2), "another child: the directory is listed");
 	check(zkl_wb_must_list(1000), "many children: listed");
+	check(zkl_wb_must_list(0), "no child (a count that cannot be after a create): listed");
+	check(zkl_wb_must_list(-1), "a negative count: listed");
+}
+
+/* Which groups leave as a multi: two or more, or one create. */
+static void
+test_as_multi(void)
+{
 	check(zkl_wb_as_multi(ZKL_WB_CREATE, 1, true),
 		  "one create: a multi of its own, whose setData answers the directory's Stat");
 	check(!zkl_wb_as_multi(ZKL_WB_DELETE, 1, true), "one delete: alone");
@@ -347,8 +355,6 @@ test_must_list(void)
 	check(!zkl_wb_as_multi(ZKL_WB_CREATE, 1, false), "not connected: a create goes alone");
 	check(!zkl_wb_as_multi(ZKL_WB_DELETE, 3, false), "not connected: each goes alone");
 	check(!zkl_wb_as_multi(ZKL_WB_CREATE, 0, true), "an empty group: nothing to send");
-	check(zkl_wb_must_list(0), "no child (a count that cannot be after a create): listed");
-	check(zkl_wb_must_list(-1), "a negative count: listed");
 }
 
 /*
@@ -391,6 +397,7 @@ main(void)
 	test_hold();
 	test_round_trips();
 	test_must_list();
+	test_as_multi();
 	test_linger();
 	test_groups();
 	test_random();
