@@ -17,7 +17,7 @@ OBJS = src/zklock.o src/settings.o \
 	src/worker/worker.o src/worker/session.o src/worker/zk_events.o src/worker/slot_steps.o src/worker/lock_recipe.o \
 	src/worker/semaphore.o src/worker/inspect.o src/worker/dispatch.o src/worker/slot_recovery.o \
 	src/worker/session_file.o src/worker/write_batch.o src/rules/write_batch_rule.o src/rules/dir_acl.o \
-	src/rules/pass_budget.o src/worker/undeletable.o
+	src/rules/pass_budget.o src/worker/undeletable.o src/worker/zk_io.o src/rules/zk_wait.o
 SRC_DIRS = src src/shared src/rules src/names src/backend src/worker
 
 EXTENSION = zklock
@@ -32,7 +32,11 @@ DATA = zklock--1.0.sql $(UPDATES)
 DATA_built = zklock--1.5.sql
 PGFILEDESC = "zklock - ZooKeeper distributed locks"
 
-SHLIB_LINK = -lzookeeper_mt -lpthread
+# libzookeeper's single-threaded build: the worker's loop drives it
+# (src/worker/zk_io.c).  Debian's libzookeeper-st-dev conflicts with
+# libzookeeper-mt-dev, whose headers are the same, so the headers come from
+# the latter and the library is linked by its soname (libzookeeper-st2).
+SHLIB_LINK = -l:libzookeeper_st.so.2
 # The module's version (PG_MODULE_MAGIC_EXT, 18) is the extension's.
 ZKLOCK_VERSION = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(srcdir)/zklock.control)
 PG_CPPFLAGS = -I$(srcdir)/src -DZKLOCK_VERSION='"$(ZKLOCK_VERSION)"'

@@ -3,8 +3,8 @@
 # its own, against one ZooKeeper run as production runs it and one cluster
 # with zklock, for SECONDS (default 10).  Prints the CPU time per cycle (one
 # acquire + release) of each part, read from /proc for every thread: the
-# backends, the zklock worker's main thread, libzookeeper's I/O and
-# completion threads, the ZooKeeper server, pgbench; and their context
+# backends, the zklock worker (one thread: the client library runs in its
+# loop), the ZooKeeper server, pgbench; and their context
 # switches per cycle.  With linux-perf (`perf`, installed by
 # test/install-deps.sh), it also samples the whole machine (`perf record
 # -a -g`) over the same window and prints the hottest symbols of the
@@ -87,15 +87,10 @@ parts = {}
 def add(part, ticks, cs):
     t, c = parts.get(part, (0, 0))
     parts[part] = (t + ticks, c + cs)
-# The worker's threads: its main thread, then libzookeeper's, in the order
-# zookeeper_init starts them (I/O, then completions).
-others = sorted((int(t[0]), t) for t in threads(worker) if t[0] != worker)
+# The worker has one thread (the client library runs in its loop); any
+# other would be listed on its own.
 for tid, comm, ticks, cs in threads(worker):
-    if tid == worker:
-        add("worker main thread", ticks, cs)
-for n, (_, (tid, comm, ticks, cs)) in enumerate(others):
-    add({0: "libzookeeper I/O thread", 1: "libzookeeper completion thread"}.get(
-        n, "worker thread %d" % n), ticks, cs)
+    add("worker" if tid == worker else "worker thread %s" % tid, ticks, cs)
 for tid, comm, ticks, cs in threads(zk):
     add("ZooKeeper server (JVM)", ticks, cs)
 for pid in os.listdir("/proc"):

@@ -1,6 +1,7 @@
 /*
  * zkfloor: the ZooKeeper floor of zklock's benchmark.  A bare client of
- * libzookeeper_mt (the C library zklock's worker uses) that does the
+ * libzookeeper_mt (the threaded build of the C library whose
+ * single-threaded build zklock's worker drives from its loop) that does the
  * requests of one lock cycle and nothing else: no SQL, no shared memory, no
  * worker, no lock bookkeeping.  What a lock client spends above these
  * figures is its own overhead.

@@ -21,7 +21,9 @@
 # with everything present it only checks, and never touches the network.
 #
 # install-deps.sh --demo installs only what the demo (test/demo.sh) needs:
-# PostgreSQL 15 with its server headers, the ZooKeeper C client and server,
+# PostgreSQL 15 with its server headers, the ZooKeeper C client (headers
+# from libzookeeper-mt-dev, the single-threaded library the worker links
+# from libzookeeper-st2) and server,
 # and a compiler.  It never upgrades a package that is already installed:
 # it asks apt-get for its plan first (-s) and stops, naming them, when the
 # plan would upgrade any (on a host with a live cluster, an upgrade of
@@ -31,7 +33,7 @@ set -euo pipefail
 DEMO=no
 [ "${1:-}" != --demo ] || DEMO=yes
 
-PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev zookeeper
+PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev libzookeeper-st2 zookeeper
 	libipc-run-perl default-jdk-headless build-essential
 	libcurator-recipes-java python3-kazoo gnuplot-nox gdb
 	pg-bsd-indent cppcheck linux-perf
@@ -39,7 +41,7 @@ PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev zookeeper
 	prometheus-postgres-exporter prometheus stunnel4 debhelper dpkg-dev postgresql-server-dev-all
 	bison flex libreadline-dev zlib1g-dev libicu-dev pkg-config
 	clang libclang-rt-14-dev)
-DEMO_PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev zookeeper
+DEMO_PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev libzookeeper-st2 zookeeper
 	build-essential)
 [ "$DEMO" = no ] || PACKAGES=("${DEMO_PACKAGES[@]}")
 

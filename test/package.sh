@@ -229,7 +229,7 @@ done
 check "package's version is debian/changelog's" test "$(dpkg-deb -f "$DEB" Version)" = "$DEB_VERSION"
 DEPENDS=$(dpkg-deb -f "$DEB" Depends)
 check "package depends on postgresql-15" grep -qE '(^|, )postgresql-15( |,|$)' <<<"$DEPENDS"
-check "package depends on the ZooKeeper C client library" grep -qE '(^|, )libzookeeper-mt[0-9]' <<<"$DEPENDS"
+check "package depends on the ZooKeeper C client library" grep -qE '(^|, )libzookeeper-st[0-9]' <<<"$DEPENDS"
 
 say "saving the system's zklock files"
 system_files >"$WORK/before.list"

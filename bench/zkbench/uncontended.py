@@ -93,8 +93,8 @@ class UncontendedShape(Harness):
                               "(-M prepared) over the Unix socket; pgbench's per-transaction log",
             TCP: "as users run it: the same, by pgbench -M prepared -j 2 over TCP to "
                  "127.0.0.1 (issue 32's targets are taken on this row)",
-            "ZK floor: create+delete": "ZK floor: zkfloor.c on libzookeeper_mt (zklock's own "
-                                       "library), synchronous zoo_create + zoo_delete of an "
+            "ZK floor: create+delete": "ZK floor: zkfloor.c on libzookeeper_mt (the threaded "
+                                       "build of zklock's library), synchronous zoo_create + zoo_delete of an "
                                        "ephemeral sequential node: the issue's bare create + "
                                        "delete loop, two round trips",
             "ZK floor: zklock's requests": "the requests of zklock's fast path sent bare: "

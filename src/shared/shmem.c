@@ -349,7 +349,7 @@ zkl_slot_clear(zkl_slot *slot)
  * session event, a new handle): readings of .waits listed before it are
  * older than its children now.  Backends compare the count between their
  * deadlock checks (deadlock_check.c); worker/inspect.c stamps each listing
- * with it.  Called on the worker's main thread.
+ * with it.  Called in the worker's loop.
  */
 void
 zkl_waits_watch_moved(void)

@@ -6,7 +6,7 @@
  *		(lock_recipe.c, semaphore.c, inspect.c each fill a table of
  *		routes), and each slot with something to do gets its next request
  *		(zkl_dispatch), sent again after a connection loss (zkl_redo).
- *		Runs on the worker's main thread only.
+ *		Runs in the worker's loop only.
  *
  *-------------------------------------------------------------------------
  */

@@ -6,8 +6,8 @@
  *		detection), the revocation request zk_lock_revoke writes on a
  *		holder's node, and the publication of a backend's wait under
  *		<root>/.waits, with the watch on <root>/.waits that tells backends
- *		when a wait was published or ended there.  Runs on the worker's
- *		main thread only.
+ *		when a wait was published or ended there.  Runs in the worker's
+ *		loop only.
  *
  *-------------------------------------------------------------------------
  */

@@ -3,7 +3,7 @@
  * lock_recipe.c
  *		The lock recipe the worker runs for each slot: create a sequential
  *		ephemeral child, list the directory, watch only the predecessor,
- *		delete on release.  Runs on the worker's main thread only.
+ *		delete on release.  Runs in the worker's loop only.
  *
  * Every request carries the slot's "opgen" in its callback context; a
  * result whose opgen no longer matches belongs to abandoned work and is

@@ -37,8 +37,8 @@
  * Giving the slot up before the grant deletes the lease and the mutex
  * node (zkl_send_delete deletes both, and first looks for a lease that
  * may exist unseen).  The lease's path and the listing of leases/ are
- * steps of slot_steps.c, which the delete takes too.  Runs on the
- * worker's main thread.
+ * steps of slot_steps.c, which the delete takes too.  Runs in the
+ * worker's loop.
  *
  *-------------------------------------------------------------------------
  */

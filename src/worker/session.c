@@ -4,14 +4,12 @@
  *		The worker's ZooKeeper session, in the worker process: open it
  *		(resuming the one the session file names), give the credentials,
  *		close it, follow its state as libzookeeper's watcher reports it,
- *		and schedule the next connection attempt.  Runs on the worker's
- *		main thread; worker.c calls it from the loop.
+ *		and schedule the next connection attempt.  Runs in the worker;
+ *		worker.c calls it from the loop.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
-
-#include <signal.h>
 
 #include "pgstat.h"
 #include "storage/fd.h"
@@ -144,8 +142,6 @@ zkl_give_auth(void)
 void
 zkl_open_session(void)
 {
-	sigset_t	all,
-				old;
 	clientid_t	cid;
 	bool		reattach;
 
@@ -174,13 +170,13 @@ zkl_open_session(void)
 		reattach = true;
 	}
 
-	/* The library's threads must inherit a mask that keeps our signals out. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
+	/*
+	 * The single-threaded library starts no thread and connects only when the
+	 * loop first asks it what to wait for (zk_io.c).
+	 */
 	zkl_handle_opened = zkl_now();
 	zkl_zh = zookeeper_init2(zkl_hosts, zkl_session_watcher, zkl_session_timeout,
 							 reattach ? &cid : NULL, NULL, 0, zkl_library_log);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 
 	if (zkl_zh == NULL)
 	{
@@ -195,9 +191,9 @@ zkl_open_session(void)
 	zkl_current_hosts = MemoryContextStrdup(TopMemoryContext, zkl_hosts);
 
 	/*
-	 * By default the library resolves zklock.hosts again each time its I/O
-	 * thread wakes, which costs more than a request on loopback; resolve on
-	 * connection loss only.
+	 * By default the library resolves zklock.hosts again each time the loop
+	 * asks it what to wait for, which costs more than a request on loopback;
+	 * resolve on connection loss only.
 	 */
 	zoo_set_servers_resolution_delay(zkl_zh, -1);
 

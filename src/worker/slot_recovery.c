@@ -5,7 +5,7 @@
  *		expires (zkl_session_lost), when a new worker adopts its
  *		predecessor's slots (zkl_adopt_slots), when a backend died with
  *		slots (zkl_reap_dead_backends), and on each heartbeat tick for the
- *		holds (zkl_check_holds).  Runs on the worker's main thread only.
+ *		holds (zkl_check_holds).  Runs in the worker's loop only.
  *
  *-------------------------------------------------------------------------
  */

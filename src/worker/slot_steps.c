@@ -8,7 +8,7 @@
  *		(lock_recipe.c), the semaphore (semaphore.c) and the inspection
  *		service (inspect.c) are built on these and call them; no step calls
  *		up into them.  The pass's multi (write_batch.c) plugs its sends in
- *		through zkl_step_hooks.  Runs on the worker's main thread only.
+ *		through zkl_step_hooks.  Runs in the worker's loop only.
  *
  *-------------------------------------------------------------------------
  */

@@ -6,7 +6,7 @@
  *		have made the directory first, with an ACL of its own).  Such a
  *		node would stay until the cluster's ZooKeeper session ends, and
  *		hold the lock against everyone meanwhile, this cluster's own
- *		sessions too.  Runs on the worker's main thread only.
+ *		sessions too.  Runs in the worker's loop only.
  *
  * Before its first create in a directory, the worker reads the directory's
  * ACL (getACL) and decides with dir_acl.c whether zklock may delete there:

@@ -4,13 +4,13 @@
  *		The zklock background worker: owner of the cluster's only ZooKeeper
  *		session.
  *
- * libzookeeper_mt runs its own I/O and completion threads in this process.
- * Those threads never touch PostgreSQL: their callbacks (zk_events.c) copy
- * results with malloc into a mutex-protected list and poke an eventfd that
- * sits in the main thread's WaitEventSet.  Everything else happens on the
- * main thread: this file runs the loop (and the library's log lines),
- * session.c owns the session, dispatch.c routes each answer to the recipe
- * whose slot's work it is.
+ * The worker has one thread.  Its loop drives libzookeeper's
+ * single-threaded build (zk_io.c): it sleeps on the library's socket beside
+ * its latch, and at the start of each pass lets the library send, read and
+ * call back.  The callbacks (zk_events.c) copy results with malloc into a
+ * list that the same pass handles.  This file runs the loop (and the
+ * library's log lines), session.c owns the session, dispatch.c routes each
+ * answer to the recipe whose slot's work it is.
  *
  *-------------------------------------------------------------------------
  */
@@ -42,6 +42,7 @@
 #include "worker/worker.h"
 #include "worker/write_batch.h"
 #include "worker/zk_events.h"
+#include "worker/zk_io.h"
 
 /* When zkl_watch_lasting_holds last ran. */
 static int64 zkl_last_hold_watch = 0;
@@ -381,7 +382,8 @@ zkl_slots_in_use(void)
  * clock (open a session, send a heartbeat, give up waiting for releases at
  * shutdown, retry a request the library would not take), or for ever (-1)
  * when only an event can bring work: a backend's request sets the latch,
- * and ZooKeeper's answers and the library's log lines write the eventfd.
+ * and ZooKeeper's answers make the socket readable.  The library's own
+ * times (its pings, a silent server) are zk_io.c's to add.
  */
 static long
 zkl_sleep_time(int64 shutdown_deadline)
@@ -511,22 +513,13 @@ zkl_worker_exit_session(void)
 }
 
 /*
- * The worker sleeps on three things: its latch (a backend's request, a
- * signal), the postmaster's death, and the eventfd that libzookeeper's
- * callbacks write (zk_events.c).
+ * The worker's start: signals, its entry in pg_stat_activity, its place in
+ * shared memory and the slots an earlier worker left.  What its loop waits
+ * on is zk_io.c's: the latch, the postmaster's death, the library's socket.
  */
-#define ZKL_WORKER_WAIT_EVENTS	3
-
-/*
- * The worker's start: signals, its entry in pg_stat_activity, the event
- * queue, its place in shared memory, the slots an earlier worker left, and
- * what its loop waits on.
- */
-static WaitEventSet *
+static void
 zkl_worker_start(void)
 {
-	WaitEventSet *wes;
-	int			event_fd;
 
 	/*
 	 * What each signal does to the worker is in doc/operations.md.  SIGINT
@@ -547,9 +540,7 @@ zkl_worker_start(void)
 	 */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
-	event_fd = zkl_events_init();
-
-	/* The library's own lines reach the server log through this thread. */
+	/* The library's own lines reach the server log through the loop. */
 	zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
 
 	zkl_recipe_init();
@@ -568,12 +559,6 @@ zkl_worker_start(void)
 
 	/* Slots left by an earlier worker go on in the session it recorded. */
 	zkl_adopt_slots();
-
-	wes = zkl_process_wait_event_set(ZKL_WORKER_WAIT_EVENTS);
-	AddWaitEventToSet(wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
-	AddWaitEventToSet(wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
-	AddWaitEventToSet(wes, WL_SOCKET_READABLE, event_fd, NULL, NULL);
-	return wes;
 }
 
 /*
@@ -609,9 +594,10 @@ zkl_shutdown_due(int64 *deadline)
 void
 zkl_worker_main(Datum arg)
 {
-	WaitEventSet *wes = zkl_worker_start();
 	int64		shutdown_deadline = 0;
 	MemoryContext loop_cxt;
+
+	zkl_worker_start();
 
 	loop_cxt = AllocSetContextCreate(TopMemoryContext, "zklock worker loop",
 									 ALLOCSET_DEFAULT_SIZES);
@@ -622,13 +608,14 @@ zkl_worker_main(Datum arg)
 	 */
 	for (;;)
 	{
-		WaitEvent	events[ZKL_WORKER_WAIT_EVENTS];
 		MemoryContext old;
 
 		zkl_handle_interrupts();
 
 		/* What one pass allocates and does not keep goes with the pass. */
 		old = MemoryContextSwitchTo(loop_cxt);
+		/* The library reads the answers that came, and queues their events. */
+		zkl_io_process();
 		if (zkl_zh == NULL && zkl_now() >= zkl_next_connect)
 			zkl_open_session();
 		/* The writes ready in this pass go together (write_batch.c). */
@@ -647,8 +634,7 @@ zkl_worker_main(Datum arg)
 		if (zkl_shutdown_due(&shutdown_deadline))
 			break;
 
-		(void) WaitEventSetWait(wes, zkl_sleep_time(shutdown_deadline), events,
-								lengthof(events), zkl_wait_event(ZKL_WAIT_WORKER_MAIN));
+		zkl_io_wait(zkl_sleep_time(shutdown_deadline), zkl_wait_event(ZKL_WAIT_WORKER_MAIN));
 		ResetLatch(MyLatch);
 	}
 

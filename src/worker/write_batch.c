@@ -5,9 +5,9 @@
  *		releases that become ready together (in one pass of the worker's
  *		loop, or while a multi is in flight) travel as one ZooKeeper
  *		multi, which ZooKeeper pays for once (one request, one
- *		transaction, one log record).  Runs on the worker's main thread,
- *		but for zkl_multi_done, which runs on libzookeeper's completion
- *		thread and touches nothing of PostgreSQL.
+ *		transaction, one log record).  Runs in the worker's loop, but for
+ *		zkl_multi_done, which libzookeeper calls back from inside its own
+ *		calls and which touches nothing of PostgreSQL.
  *
  * The worker opens a batch at the start of a pass (zkl_batch_begin) and
  * sends it at the end (zkl_batch_flush).  Meanwhile lock_recipe.c and
@@ -404,7 +404,7 @@ zkl_batch_take_delete(int slotno, zkl_slot *slot, const char *path)
 	return true;
 }
 
-/* ---- libzookeeper's completion thread: malloc and the queue only ---- */
+/* ---- inside libzookeeper's calls: malloc and the queue only ---- */
 
 static void
 zkl_multi_done(int rc, const void *data)
@@ -421,7 +421,7 @@ zkl_multi_done(int rc, const void *data)
 		{
 			ev->path = strdup(m->results[i].value ? m->results[i].value : "");
 			if (ev->path == NULL)
-				abort();		/* nothing sane is possible on this thread */
+				abort();		/* no ereport inside the library */
 			/* The multi's zxid, which every node it created has as czxid. */
 			ev->czxid = m->stats[i].mzxid;
 			/* The directory as a listing right after would see it. */
@@ -448,7 +448,7 @@ zkl_multi_done(int rc, const void *data)
 	free(m);
 }
 
-/* ---- main thread ---- */
+/* ---- the loop ---- */
 
 /* Send the operation alone, through the steps' own path. */
 static void

@@ -1,14 +1,21 @@
 /*-------------------------------------------------------------------------
  *
  * zk_events.c
- *		The ZooKeeper request layer of the worker, in the worker process: the callbacks that
- *		libzookeeper_mt runs on its own threads, and the queue through which
- *		their results reach the worker's main thread.
+ *		The ZooKeeper request layer of the worker, in the worker process: the
+ *		callbacks that libzookeeper runs, and the queue through which their
+ *		results reach the worker's loop.
  *
- * The callbacks never touch PostgreSQL (no palloc, no elog, no LWLock):
- * they copy what they need with malloc into a zkl_event, append it to a
- * mutex-protected list and write to an eventfd that sits in the main
- * thread's WaitEventSet.  The main thread takes the whole list at once
+ * The library has no thread of its own (zk_io.c drives it from the loop),
+ * so its callbacks run on the worker's only thread, but in the middle of
+ * the library's own work: inside zookeeper_process(), inside
+ * zookeeper_interest() when a connection times out, inside
+ * zookeeper_close(), and inside a request's call when sending it finds the
+ * connection broken (then the completions of every request in flight run
+ * before the call returns, this one's included).  An ereport(ERROR) there
+ * would jump out of the library with its state half changed, so the
+ * callbacks never touch PostgreSQL (no palloc, no elog, no LWLock): they
+ * copy what they need with malloc into a zkl_event and append it to a
+ * list, which the loop takes whole at the start of its next pass
  * (zkl_events_take).  A request's callback context packs the slot, the
  * event kind and the slot's opgen into one pointer-sized value.
  *
@@ -16,21 +23,15 @@
  */
 #include "postgres.h"
 
-#include <pthread.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include "rules/lock_rule.h"
 #include "worker/zk_events.h"
 
 /* The session's handle: worker.c opens it, the recipes send on it. */
 zhandle_t  *zkl_zh = NULL;
 
-/* Results filled in by libzookeeper's threads, taken by the main thread. */
-static pthread_mutex_t zkl_events_mutex = PTHREAD_MUTEX_INITIALIZER;
+/* Results filled in by the callbacks, taken by the loop. */
 static zkl_event *zkl_events_head = NULL;
 static zkl_event *zkl_events_tail = NULL;
-static int	zkl_event_fd = -1;
 
 /*
  * A request's callback context is the one pointer libzookeeper hands back:
@@ -50,7 +51,7 @@ StaticAssertDecl(sizeof(uintptr_t) >= sizeof(uint64),
 StaticAssertDecl(ZKL_CTX_SLOT_BITS + ZKL_CTX_KIND_BITS <= ZKL_CTX_OPGEN_SHIFT,
 				 "the fields of a callback context do not overlap");
 
-/* The callback context of a request of slot slotno, in work opgen (any thread). */
+/* The callback context of a request of slot slotno, in work opgen. */
 const void *
 zkl_request_ctx(zkl_event_kind kind, int slotno, uint32 opgen)
 {
@@ -60,29 +61,24 @@ zkl_request_ctx(zkl_event_kind kind, int slotno, uint32 opgen)
 	return (const void *) (uintptr_t) ctx;
 }
 
-/* ---- libzookeeper threads: malloc, the mutex and write(2) only ---- */
+/* ---- inside libzookeeper's calls: malloc and the list only ---- */
 
 /*
- * Queue an event for the main thread and wake it.  Any thread: the
- * callbacks below, and write_batch.c's multi completion.
+ * Queue an event for the loop: the callbacks below, and write_batch.c's
+ * multi completion.  The loop does not sleep while one is queued
+ * (zk_io.c).
  */
 void
 zkl_event_post(zkl_event *ev)
 {
-	uint64		one = 1;
-	ssize_t		rc pg_attribute_unused();
-
-	pthread_mutex_lock(&zkl_events_mutex);
 	if (zkl_events_tail)
 		zkl_events_tail->next = ev;
 	else
 		zkl_events_head = ev;
 	zkl_events_tail = ev;
-	pthread_mutex_unlock(&zkl_events_mutex);
-	rc = write(zkl_event_fd, &one, sizeof(one));
 }
 
-/* A new event of the request whose callback context is data (any thread). */
+/* A new event of the request whose callback context is data. */
 zkl_event  *
 zkl_event_new(const void *data, int rc)
 {
@@ -90,7 +86,7 @@ zkl_event_new(const void *data, int rc)
 	zkl_event  *ev = calloc(1, sizeof(zkl_event));
 
 	if (ev == NULL)
-		abort();				/* nothing sane is possible on this thread */
+		abort();				/* no ereport inside the library */
 	ev->slotno = (int) (ctx & ((UINT64CONST(1) << ZKL_CTX_SLOT_BITS) - 1));
 	ev->kind = (zkl_event_kind) ((ctx >> ZKL_CTX_SLOT_BITS) &
 								 ((UINT64CONST(1) << ZKL_CTX_KIND_BITS) - 1));
@@ -283,7 +279,7 @@ zkl_session_watcher(zhandle_t *zh, int type, int state, const char *path, void *
 	zkl_event_post(ev);
 }
 
-/* The library's log lines; it calls this from any of its threads. */
+/* The library's log lines, from inside any of its calls. */
 void
 zkl_library_log(const char *message)
 {
@@ -318,31 +314,21 @@ zkl_event_free(zkl_event *ev)
 	free(ev);
 }
 
-/* ---- main thread ---- */
+/* ---- the loop ---- */
 
-/* The descriptor that becomes readable when events are queued. */
-int
-zkl_events_init(void)
+/* Whether an event waits to be taken: the loop must not sleep then. */
+bool
+zkl_events_queued(void)
 {
-	zkl_event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (zkl_event_fd < 0)
-		elog(ERROR, "could not create eventfd: %m");
-	return zkl_event_fd;
+	return zkl_events_head != NULL;
 }
 
 /* Every event queued so far, oldest first; the caller frees each. */
 zkl_event  *
 zkl_events_take(void)
 {
-	zkl_event  *ev;
-	uint64		counter;
+	zkl_event  *ev = zkl_events_head;
 
-	if (read(zkl_event_fd, &counter, sizeof(counter)) < 0 && errno != EAGAIN)
-		elog(ERROR, "could not read zklock event descriptor: %m");
-
-	pthread_mutex_lock(&zkl_events_mutex);
-	ev = zkl_events_head;
 	zkl_events_head = zkl_events_tail = NULL;
-	pthread_mutex_unlock(&zkl_events_mutex);
 	return ev;
 }

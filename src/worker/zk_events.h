@@ -2,8 +2,8 @@
  *
  * zk_events.h
  *		What ZooKeeper answers the worker, as events (zk_events.c): the
- *		callbacks libzookeeper runs on its threads, the queue that brings
- *		their results to the worker's main thread, and the session handle.
+ *		callbacks libzookeeper runs inside its calls, the queue that brings
+ *		their results to the worker's loop, and the session handle.
  *		The lowest layer of the worker: it calls nothing of the others.
  *
  *-------------------------------------------------------------------------
@@ -61,7 +61,7 @@ typedef struct zkl_event_acl
 } zkl_event_acl;
 
 /*
- * Filled with malloc on a libzookeeper thread, consumed on the main thread.
+ * Filled with malloc inside a libzookeeper call, consumed by the loop.
  * Nothing of PostgreSQL is touched until then.
  */
 typedef struct zkl_event
@@ -114,12 +114,12 @@ extern void zkl_data_done(int rc, const char *value, int value_len, const struct
 extern void zkl_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 extern void zkl_session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 extern void zkl_library_log(const char *message);
-extern int	zkl_events_init(void);
+extern bool zkl_events_queued(void);
 extern zkl_event *zkl_events_take(void);
 extern void zkl_event_free(zkl_event *ev);
 extern const void *zkl_request_ctx(zkl_event_kind kind, int slotno, uint32 opgen);
 
-/* write_batch.c's multi completion posts its own events (any thread) */
+/* write_batch.c's multi completion posts its own events */
 extern zkl_event *zkl_event_new(const void *data, int rc);
 extern void zkl_event_post(zkl_event *ev);
 

@@ -3,16 +3,15 @@
 # slots of backends that vanished without giving them back, and a commit
 # waiting for fresh proof of the session is woken by the answer.
 #  (1) No fixed tick: with zklock.session_timeout = 30s (a heartbeat every
-#      5 s) and nothing to do, the worker's main thread makes fewer than 20
-#      voluntary context switches in 6 s (/proc/<pid>/status: the main
-#      thread's; the library's threads are other tasks).  A 100 ms tick
-#      would make 60 or more.
+#      5 s) and nothing to do, the worker makes fewer than 20 voluntary
+#      context switches in 6 s (/proc/<pid>/status).  A 100 ms tick would
+#      make 60 or more.  The worker has one thread: the client library
+#      runs in its loop (src/worker/zk_io.c), with no thread of its own.
 #  (2) ZooKeeper stopped for about 20 s while the cluster runs: the library's
 #      complaints reach the log as "ZooKeeper client: ..." lines, at
 #      least one and at most 10 in the outage, although the library retries
-#      the connection many times (the figure, from the write calls of the
-#      library's threads, each message being one, is printed).  Afterwards
-#      the worker is connected again.
+#      the connection many times.  Afterwards the worker is connected
+#      again.
 #  (3) The reaper: a backend holding 'reap-me' loses its local lock table
 #      (gdb sets backend/locks.c's zkl_locks to NULL, as only a bug could) and then
 #      ends normally: its exit hook gives nothing back, and the slot stays
@@ -67,28 +66,11 @@ sub vcsw
 	return $status =~ /^voluntary_ctxt_switches:\s+(\d+)/m ? $1 : undef;
 }
 
-# The tasks of process $pid other than its main thread (the library's).
+# The tasks of process $pid other than its main thread.
 sub other_tasks
 {
 	my ($pid) = @_;
 	return grep { $_ != $pid } map { m{/(\d+)$} ? $1 : () } glob("/proc/$pid/task/*");
-}
-
-# Write calls made by the library's threads of process $pid, summed
-# (/proc/<pid>/task/<tid>/io, syscw); undef if unreadable.
-sub library_writes
-{
-	my ($pid) = @_;
-	my $sum = 0;
-	for my $tid (other_tasks($pid))
-	{
-		open(my $fh, '<', "/proc/$pid/task/$tid/io") or return undef;
-		my $io = do { local $/; <$fh> };
-		close $fh;
-		return undef unless $io =~ /^syscw:\s+(\d+)/m;
-		$sum += $1;
-	}
-	return $sum;
 }
 
 sub state_of { $_[0]->safe_psql('postgres', 'SELECT state FROM zk_status()') }
@@ -114,10 +96,11 @@ my $window = time - $t0;
 ok(defined $v0 && defined $v1, "(1) the worker's voluntary_ctxt_switches can be read");
 my $idle_switches = ($v1 // 0) - ($v0 // 0);
 cmp_ok($idle_switches, '<', $IDLE_MAX_SWITCHES * max(1, $window / $IDLE_WINDOW_S),
-	sprintf('(1) the idle worker\'s main thread made %d voluntary context switches in %.1f s '
+	sprintf('(1) the idle worker made %d voluntary context switches in %.1f s '
 		  . '(a 100 ms tick makes 60 or more)', $idle_switches, $window));
-diag(sprintf('(1) idle worker, session timeout 30 s: %d voluntary context switches of the main thread in %.1f s; '
-	  . 'library threads: %d tasks', $idle_switches, $window, scalar(other_tasks($a_worker))));
+is(scalar(other_tasks($a_worker)), 0, '(1) the worker has one thread: the client library runs in its loop');
+diag(sprintf('(1) idle worker, session timeout 30 s: %d voluntary context switches in %.1f s',
+	$idle_switches, $window));
 
 # ---------------------------------------------------------------------------
 # (3) The reaper gives up the slots of a backend that vanished.
@@ -294,14 +277,12 @@ $r->stop;
 $c->stop;
 
 my $a_log_offset = -s $a->logfile;
-my $w0 = library_writes($a_worker);
 my $m0 = vcsw($a_worker);
 my $t_down = time;
 zk_stop($zk);
 wait_until(sub { state_of($a) ne 'connected' }, 30, "A's worker notices ZooKeeper is gone");
 isnt(state_of($a), 'connected', '(2) A\'s worker is disconnected while ZooKeeper is down');
 sleep($OUTAGE_S - (time - $t_down)) if time - $t_down < $OUTAGE_S;
-my $w1 = library_writes($a_worker);
 my $m1 = vcsw($a_worker);
 my $outage = time - $t_down;
 my $outage_log = slurp_file($a->logfile, $a_log_offset);
@@ -313,10 +294,8 @@ my @client_lines = grep { /ZooKeeper client:/ } split /\n/, $outage_log;
 cmp_ok(scalar(@client_lines), '>=', 1, '(2) the library\'s messages reach the log during the outage');
 cmp_ok(scalar(@client_lines), '<=', $OUTAGE_MAX_LINES,
 	sprintf('(2) ... in at most %d lines over %.0f s (%d)', $OUTAGE_MAX_LINES, $outage, scalar(@client_lines)));
-my $messages = defined $w0 && defined $w1 ? $w1 - $w0 : undef;
-diag(sprintf('(2) ZooKeeper down %.1f s: %d "ZooKeeper client:" lines in the log; the library\'s threads '
-	  . 'handed the worker %s messages (write calls); the main thread woke %d times',
-	$outage, scalar(@client_lines), $messages // 'n/a', ($m1 // 0) - ($m0 // 0)));
+diag(sprintf('(2) ZooKeeper down %.1f s: %d "ZooKeeper client:" lines in the log; the worker woke %d times',
+	$outage, scalar(@client_lines), ($m1 // 0) - ($m0 // 0)));
 diag("(2) $_") for @client_lines;
 
 done_testing();

@@ -1,0 +1,105 @@
+/*-------------------------------------------------------------------------
+ *
+ * zk_wait.c
+ *		How the worker's loop waits on its ZooKeeper connection (see
+ *		zk_wait.h).  Runs in the worker; plain C, no PostgreSQL.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "rules/zk_wait.h"
+
+/*
+ * The socket to watch: the one the library named, if its answer was not an
+ * error.  After an error the number it named may be one it has just closed
+ * (a connection that timed out names the old socket, then closes it).
+ */
+int
+zkl_zk_socket(const zkl_zk_interest *in)
+{
+	return in->rc == 0 && in->fd >= 0 ? in->fd : -1;
+}
+
+/*
+ * Whether the wait set must change.  Another socket, or none: build it
+ * again.  While the handle is not connected, or was not when the socket was
+ * added, build it again even for the same number: the library closes a
+ * socket and opens the next one between two of the loop's questions (a
+ * refused connection, the next server), the kernel gives the new socket the
+ * number just freed, and the wait set, whose epoll forgot the closed one,
+ * would never hear of the new one.  A connected handle keeps its socket
+ * until the connection ends, which makes it not connected first.
+ */
+zkl_zk_wait_change
+zkl_zk_wait_change_for(const zkl_zk_interest *in, const zkl_zk_watched *watched)
+{
+	int			fd = zkl_zk_socket(in);
+
+	if (fd != watched->fd)
+		return ZKL_ZK_WAIT_REBUILD;
+	if (fd < 0)
+		return ZKL_ZK_WAIT_KEEP;
+	if (!in->connected || !watched->connected)
+		return ZKL_ZK_WAIT_REBUILD;
+	if (in->want_write != watched->want_write)
+		return ZKL_ZK_WAIT_MODIFY;
+	return ZKL_ZK_WAIT_KEEP;
+}
+
+/*
+ * How long the loop may sleep, in ms (-1: until an event): its own time
+ * (loop_ms, -1 for none) or the library's, whichever comes first; at once
+ * when events are already queued (a callback ran while the library was
+ * asked).  After an error the library gets another try soon, never in a
+ * spin.
+ */
+long
+zkl_zk_sleep_ms(long loop_ms, const zkl_zk_interest *in, bool events_queued)
+{
+	long		zk_ms = in->timeout_ms;
+
+	if (events_queued)
+		return 0;
+	if (in->rc != 0)
+		zk_ms = zk_ms < 0 ? ZKL_ZK_ERROR_RETRY_MS :
+			(zk_ms < ZKL_ZK_ERROR_PAUSE_MS ? ZKL_ZK_ERROR_PAUSE_MS : zk_ms);
+	if (zk_ms < 0)
+		return loop_ms;
+	if (loop_ms < 0 || zk_ms < loop_ms)
+		return zk_ms;
+	return loop_ms;
+}
+
+/*
+ * What to let the library try on its socket after a sleep: what the sleep
+ * saw of the socket (reported); or, when the sleep ended for something
+ * else (the latch) and did not report the socket, reading (and writing,
+ * if it has bytes waiting) on a connected socket all the same.
+ * WaitEventSetWait returns at once with the latch alone when the latch
+ * was already set, without looking at the socket: under a steady stream of
+ * requests that is every sleep, and answers would wait on the socket for
+ * as long as the stream lasts.  A read that finds nothing costs one
+ * recv(2).  Never on a socket still connecting, where a read means
+ * nothing.
+ */
+int
+zkl_zk_events_to_try(const zkl_zk_watched *watched, int reported, bool woken_otherwise)
+{
+	if (reported != 0)
+		return reported;
+	if (!woken_otherwise || watched->fd < 0 || !watched->connected)
+		return 0;
+	return ZKL_ZK_READ | (watched->want_write ? ZKL_ZK_WRITE : 0);
+}
+
+/*
+ * Whether to let the library read once more in this pass: it takes one
+ * answer off the socket per call, and says 0 (ZOK) when it took one.  Only
+ * when the socket was readable, and at most ZKL_ZK_MAX_READS answers a
+ * pass: the rest waits for the next, which comes at once (the socket stays
+ * readable).
+ */
+bool
+zkl_zk_read_again(bool readable, int rc, int reads)
+{
+	return readable && rc == 0 && reads < ZKL_ZK_MAX_READS;
+}

@@ -1,0 +1,165 @@
+/*-------------------------------------------------------------------------
+ *
+ * zk_io.c
+ *		How the worker's loop drives libzookeeper, in the worker process.
+ *
+ * The worker links libzookeeper's single-threaded build: the library has
+ * no I/O thread and no completion thread, and does nothing unless the loop
+ * calls it.  Before each sleep the loop asks it what to wait for
+ * (zookeeper_interest: the socket, for reading or writing too, and when it
+ * must run again to ping or to give up on a silent server), and sleeps on
+ * that socket beside its latch and the postmaster's death in one
+ * WaitEventSet.  At the start of each pass it lets the library act on what
+ * the socket became (zookeeper_process): send what waits, read the
+ * answers, run their callbacks, which queue events (zk_events.c) that the
+ * same pass handles.  A request goes out from inside its own call
+ * (zoo_a*), so an answer costs the loop one wake-up and no hand-over
+ * between threads.
+ *
+ * Everything here runs on the worker's only thread.  The socket is the
+ * library's: it opens, closes and replaces it, and the wait set follows
+ * (rules/zk_wait.c says when).  The session's liveness is the loop's too:
+ * the library pings only when asked, so a pass must stay short, which the
+ * pass budget (rules/pass_budget.c) already demands for the heartbeat.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/memutils.h"
+
+#include "pg_compat.h"
+#include "rules/zk_wait.h"
+#include "worker/zk_events.h"
+#include "worker/zk_io.h"
+
+/* The latch, the postmaster's death and the library's socket. */
+#define ZKL_IO_WAIT_EVENTS	3
+
+static WaitEventSet *zkl_io_set = NULL;
+static zkl_zk_watched zkl_io_watched = {-1, false, false};
+static int	zkl_io_socket_pos = -1;
+
+/* What the library may try after the last sleep: ZKL_ZK_READ, ZKL_ZK_WRITE. */
+static int	zkl_io_ready = 0;
+
+static int
+zkl_io_socket_events(bool want_write)
+{
+	return WL_SOCKET_READABLE | (want_write ? WL_SOCKET_WRITEABLE : 0);
+}
+
+/* What the library wants now, asked of the handle in use. */
+static void
+zkl_io_interest(zkl_zk_interest *in)
+{
+	int			fd = -1;
+	int			interest = 0;
+	struct timeval tv = {-1, 0};
+
+	in->rc = zookeeper_interest(zkl_zh, &fd, &interest, &tv);
+	in->fd = fd;
+	in->want_write = (interest & ZOOKEEPER_WRITE) != 0;
+	in->connected = zoo_state(zkl_zh) == ZOO_CONNECTED_STATE;
+	/* It sets the time on every path that gets past its first checks. */
+	in->timeout_ms = tv.tv_sec < 0 ? -1 :
+		(long) tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000;
+}
+
+/*
+ * A new wait set, with the socket the library named if any.  The old one
+ * goes whole: its epoll may still hold a socket the library closed.
+ */
+static void
+zkl_io_build(const zkl_zk_interest *in)
+{
+	int			fd = zkl_zk_socket(in);
+
+	if (zkl_io_set != NULL)
+		FreeWaitEventSet(zkl_io_set);
+	zkl_io_set = zkl_process_wait_event_set(ZKL_IO_WAIT_EVENTS);
+	AddWaitEventToSet(zkl_io_set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+	AddWaitEventToSet(zkl_io_set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+	zkl_io_socket_pos = -1;
+	if (fd >= 0)
+		zkl_io_socket_pos = AddWaitEventToSet(zkl_io_set, zkl_io_socket_events(in->want_write),
+											  fd, NULL, NULL);
+	zkl_io_watched.fd = fd;
+	zkl_io_watched.connected = in->connected;
+	zkl_io_watched.want_write = in->want_write;
+}
+
+/*
+ * Sleep until the latch is set, the socket is ready, or timeout_ms (the
+ * loop's own time, -1 for none) or the library's time has passed.  Asking
+ * the library may run callbacks (a connection that timed out fails every
+ * request in flight): then there is no sleep.
+ */
+void
+zkl_io_wait(long timeout_ms, uint32 wait_event_info)
+{
+	zkl_zk_interest in = {0, -1, false, false, -1};
+	WaitEvent	events[ZKL_IO_WAIT_EVENTS];
+	int			reported = 0;
+	int			n;
+
+	if (zkl_zh != NULL)
+		zkl_io_interest(&in);
+	if (zkl_io_set == NULL)
+		zkl_io_build(&in);
+	else
+		switch (zkl_zk_wait_change_for(&in, &zkl_io_watched))
+		{
+			case ZKL_ZK_WAIT_REBUILD:
+				zkl_io_build(&in);
+				break;
+			case ZKL_ZK_WAIT_MODIFY:
+				ModifyWaitEvent(zkl_io_set, zkl_io_socket_pos,
+								zkl_io_socket_events(in.want_write), NULL);
+				zkl_io_watched.want_write = in.want_write;
+				break;
+			case ZKL_ZK_WAIT_KEEP:
+				break;
+		}
+
+	n = WaitEventSetWait(zkl_io_set, zkl_zk_sleep_ms(timeout_ms, &in, zkl_events_queued()),
+						 events, lengthof(events), wait_event_info);
+	for (int i = 0; i < n; i++)
+	{
+		if (events[i].pos != zkl_io_socket_pos || zkl_io_socket_pos < 0)
+			continue;
+		if (events[i].events & WL_SOCKET_READABLE)
+			reported |= ZKL_ZK_READ;
+		if (events[i].events & WL_SOCKET_WRITEABLE)
+			reported |= ZKL_ZK_WRITE;
+	}
+	zkl_io_ready = zkl_zk_events_to_try(&zkl_io_watched, reported, n > 0);
+}
+
+/*
+ * Let the library act on what the socket became: finish a connect, send
+ * what waits, and take the answers that came, one a call, up to a pass's
+ * share.  Nothing to do when the socket was not ready: the library runs
+ * the completions of a broken connection inside the call that broke it.
+ */
+void
+zkl_io_process(void)
+{
+	bool		readable = (zkl_io_ready & ZKL_ZK_READ) != 0;
+	int			events = (readable ? ZOOKEEPER_READ : 0) |
+	((zkl_io_ready & ZKL_ZK_WRITE) ? ZOOKEEPER_WRITE : 0);
+	int			reads = 0;
+	int			rc;
+
+	zkl_io_ready = 0;
+	if (zkl_zh == NULL || events == 0)
+		return;
+	do
+	{
+		rc = zookeeper_process(zkl_zh, events);
+		events = ZOOKEEPER_READ;
+		reads++;
+	} while (zkl_zk_read_again(readable, rc, reads));
+}
