@@ -70,25 +70,65 @@ zkl_zk_sleep_ms(long loop_ms, const zkl_zk_interest *in, bool events_queued)
 }
 
 /*
- * What to let the library try on its socket after a sleep: what the sleep
- * saw of the socket (reported); or, when the sleep ended for something
- * else (the latch) and did not report the socket, reading (and writing,
- * if it has bytes waiting) on a connected socket all the same.
- * WaitEventSetWait returns at once with the latch alone when the latch
- * was already set, without looking at the socket: under a steady stream of
- * requests that is every sleep, and answers would wait on the socket for
- * as long as the stream lasts.  A read that finds nothing costs one
- * recv(2).  Never on a socket still connecting, where a read means
- * nothing.
+ * Whether the socket must be looked at after a sleep that did not report
+ * it: the sleep ended for something else (the latch).  WaitEventSetWait
+ * returns at once with the latch alone when the latch was already set,
+ * without looking at the socket: under a steady stream of requests that is
+ * every sleep, and answers (or a connect finishing) would wait on the
+ * socket for as long as the stream lasts.  A look costs one poll(2) that
+ * does not wait.
+ */
+bool
+zkl_zk_look_again(const zkl_zk_watched *watched, int reported, bool woken_otherwise)
+{
+	return watched->fd >= 0 && reported == 0 && woken_otherwise;
+}
+
+/*
+ * What a look at the socket (poll's POLLIN, POLLOUT, and POLLHUP or
+ * POLLERR) lets the library try: reading when it is readable or broken
+ * (the read finds the error), writing when it is writable, or broken, and
+ * the library has bytes to send or a connect to finish.
  */
 int
-zkl_zk_events_to_try(const zkl_zk_watched *watched, int reported, bool woken_otherwise)
+zkl_zk_events_of(bool in, bool out, bool broken, bool want_write)
 {
-	if (reported != 0)
-		return reported;
-	if (!woken_otherwise || watched->fd < 0 || !watched->connected)
-		return 0;
-	return ZKL_ZK_READ | (watched->want_write ? ZKL_ZK_WRITE : 0);
+	int			events = 0;
+
+	if (in || broken)
+		events |= ZKL_ZK_READ;
+	if ((out || broken) && want_write)
+		events |= ZKL_ZK_WRITE;
+	return events;
+}
+
+/*
+ * Whether the library must be let try its socket at once after it
+ * answered with an error: a connected socket is still open (a ping it
+ * could not send), and only a read or a write on it runs the library's
+ * own handling of the broken connection (every request in flight fails as
+ * a connection loss, the socket is closed, the next server is tried).
+ * Left alone, the socket would drop out of the wait set and the loss would
+ * be found only when the receive timeout ran out.
+ */
+bool
+zkl_zk_poke_after_error(const zkl_zk_interest *in)
+{
+	return in->rc != 0 && in->fd >= 0 && in->connected;
+}
+
+/*
+ * Whether the library dropped a connection without saying so: its state is
+ * "not connected" (the state of a handle that never connected, or of one
+ * whose send failed inside a request's call: the single-threaded library
+ * then closes the socket and runs no handler, no watcher and no
+ * completion), on the handle whose socket was watched as connected.
+ */
+bool
+zkl_zk_dropped_silently(const zkl_zk_watched *watched, unsigned int handle,
+						bool not_connected_state)
+{
+	return not_connected_state && watched->connected && watched->handle == handle;
 }
 
 /*

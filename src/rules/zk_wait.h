@@ -35,6 +35,7 @@ typedef struct zkl_zk_interest
 /* The socket the loop's wait set watches, as it was added. */
 typedef struct zkl_zk_watched
 {
+	unsigned int handle;		/* the handle's number (session.c) */
 	int			fd;				/* -1: none */
 	bool		connected;		/* the handle was connected when it was added */
 	bool		want_write;		/* ... and writing was watched for */
@@ -68,7 +69,11 @@ extern int	zkl_zk_socket(const zkl_zk_interest *in);
 extern zkl_zk_wait_change zkl_zk_wait_change_for(const zkl_zk_interest *in,
 												 const zkl_zk_watched *watched);
 extern long zkl_zk_sleep_ms(long loop_ms, const zkl_zk_interest *in, bool events_queued);
-extern int	zkl_zk_events_to_try(const zkl_zk_watched *watched, int reported, bool woken_otherwise);
+extern bool zkl_zk_look_again(const zkl_zk_watched *watched, int reported, bool woken_otherwise);
+extern int	zkl_zk_events_of(bool in, bool out, bool broken, bool want_write);
+extern bool zkl_zk_poke_after_error(const zkl_zk_interest *in);
+extern bool zkl_zk_dropped_silently(const zkl_zk_watched *watched, unsigned int handle,
+									bool not_connected_state);
 extern bool zkl_zk_read_again(bool readable, int rc, int reads);
 
 #endif							/* ZKLOCK_ZK_WAIT_H */

@@ -8,16 +8,20 @@
  * The library has no thread of its own (zk_io.c drives it from the loop),
  * so its callbacks run on the worker's only thread, but in the middle of
  * the library's own work: inside zookeeper_process(), inside
- * zookeeper_interest() when a connection times out, inside
- * zookeeper_close(), and inside a request's call when sending it finds the
- * connection broken (then the completions of every request in flight run
- * before the call returns, this one's included).  An ereport(ERROR) there
- * would jump out of the library with its state half changed, so the
- * callbacks never touch PostgreSQL (no palloc, no elog, no LWLock): they
- * copy what they need with malloc into a zkl_event and append it to a
- * list, which the loop takes whole at the start of its next pass
+ * zookeeper_interest() when a connection times out or is refused, inside
+ * zookeeper_close(); its log lines come from any of its calls.  An
+ * ereport(ERROR) there would jump out of the library with its state half
+ * changed, so the callbacks never touch PostgreSQL (no palloc, no elog, no
+ * LWLock): they copy what they need with malloc into a zkl_event and append
+ * it to a list, which the loop takes whole at the start of its next pass
  * (zkl_events_take).  A request's callback context packs the slot, the
  * event kind and the slot's opgen into one pointer-sized value.
+ *
+ * An answer the library could not match to its request (a reply on a new
+ * connection to requests sent on the old one, which the single-threaded
+ * library keeps when a send fails: zk_io.c) fails with
+ * ZRUNTIMEINCONSISTENCY: the request may or may not have been carried out,
+ * which is a lost answer, and is handed on as one (ZOPERATIONTIMEOUT).
  *
  *-------------------------------------------------------------------------
  */
@@ -29,9 +33,15 @@
 /* The session's handle: worker.c opens it, the recipes send on it. */
 zhandle_t  *zkl_zh = NULL;
 
-/* Results filled in by the callbacks, taken by the loop. */
+/*
+ * Results filled in by the callbacks, taken by the loop; and how many of
+ * them are more than the library's log lines, which alone never cut the
+ * loop's sleep short (the library logs each failed connection attempt:
+ * counted, they would defeat its delay between attempts).
+ */
 static zkl_event *zkl_events_head = NULL;
 static zkl_event *zkl_events_tail = NULL;
+static int	zkl_events_answers = 0;
 
 /*
  * A request's callback context is the one pointer libzookeeper hands back:
@@ -71,6 +81,8 @@ zkl_request_ctx(zkl_event_kind kind, int slotno, uint32 opgen)
 void
 zkl_event_post(zkl_event *ev)
 {
+	if (ev->kind != ZKL_EV_LOG)
+		zkl_events_answers++;
 	if (zkl_events_tail)
 		zkl_events_tail->next = ev;
 	else
@@ -91,7 +103,7 @@ zkl_event_new(const void *data, int rc)
 	ev->kind = (zkl_event_kind) ((ctx >> ZKL_CTX_SLOT_BITS) &
 								 ((UINT64CONST(1) << ZKL_CTX_KIND_BITS) - 1));
 	ev->opgen = (uint32) (ctx >> ZKL_CTX_OPGEN_SHIFT);
-	ev->rc = rc;
+	ev->rc = rc == ZRUNTIMEINCONSISTENCY ? ZOPERATIONTIMEOUT : rc;
 	return ev;
 }
 
@@ -270,11 +282,19 @@ zkl_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx
 void
 zkl_session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
-	zkl_event  *ev;
+	if (type == ZOO_SESSION_EVENT)
+		zkl_session_event_post(state);
+}
 
-	if (type != ZOO_SESSION_EVENT)
-		return;
-	ev = zkl_event_new(zkl_request_ctx(ZKL_EV_SESSION, 0, 0), ZOK);
+/*
+ * A change of the session's state, as its watcher reports it; the loop
+ * also says one the library left unsaid (zk_io.c).
+ */
+void
+zkl_session_event_post(int state)
+{
+	zkl_event  *ev = zkl_event_new(zkl_request_ctx(ZKL_EV_SESSION, 0, 0), ZOK);
+
 	ev->state = state;
 	zkl_event_post(ev);
 }
@@ -316,11 +336,14 @@ zkl_event_free(zkl_event *ev)
 
 /* ---- the loop ---- */
 
-/* Whether an event waits to be taken: the loop must not sleep then. */
+/*
+ * Whether an answer, a watch or a session event waits to be taken: the loop
+ * must not sleep then.  Log lines alone wait for the next pass.
+ */
 bool
 zkl_events_queued(void)
 {
-	return zkl_events_head != NULL;
+	return zkl_events_answers > 0;
 }
 
 /* Every event queued so far, oldest first; the caller frees each. */
@@ -330,5 +353,6 @@ zkl_events_take(void)
 	zkl_event  *ev = zkl_events_head;
 
 	zkl_events_head = zkl_events_tail = NULL;
+	zkl_events_answers = 0;
 	return ev;
 }

@@ -26,12 +26,15 @@
  */
 #include "postgres.h"
 
+#include <poll.h>
+
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "utils/memutils.h"
 
 #include "pg_compat.h"
 #include "rules/zk_wait.h"
+#include "worker/session.h"
 #include "worker/zk_events.h"
 #include "worker/zk_io.h"
 
@@ -39,7 +42,7 @@
 #define ZKL_IO_WAIT_EVENTS	3
 
 static WaitEventSet *zkl_io_set = NULL;
-static zkl_zk_watched zkl_io_watched = {-1, false, false};
+static zkl_zk_watched zkl_io_watched = {0, -1, false, false};
 static int	zkl_io_socket_pos = -1;
 
 /* What the library may try after the last sleep: ZKL_ZK_READ, ZKL_ZK_WRITE. */
@@ -49,6 +52,14 @@ static int
 zkl_io_socket_events(bool want_write)
 {
 	return WL_SOCKET_READABLE | (want_write ? WL_SOCKET_WRITEABLE : 0);
+}
+
+/* The library's flags for what zk_wait.c lets it try. */
+static int
+zkl_io_library_events(int events)
+{
+	return ((events & ZKL_ZK_READ) ? ZOOKEEPER_READ : 0) |
+		((events & ZKL_ZK_WRITE) ? ZOOKEEPER_WRITE : 0);
 }
 
 /* What the library wants now, asked of the handle in use. */
@@ -86,9 +97,48 @@ zkl_io_build(const zkl_zk_interest *in)
 	if (fd >= 0)
 		zkl_io_socket_pos = AddWaitEventToSet(zkl_io_set, zkl_io_socket_events(in->want_write),
 											  fd, NULL, NULL);
+	zkl_io_watched.handle = zkl_handle_number;
 	zkl_io_watched.fd = fd;
 	zkl_io_watched.connected = in->connected;
 	zkl_io_watched.want_write = in->want_write;
+}
+
+/*
+ * The library closed its connection inside a request's call, when the send
+ * failed, without a word: no session event, no completion of the requests
+ * in flight.  The loop says it for the library (the session is suspended
+ * at once, as for any lost connection); the library connects again at the
+ * next question, and the first answer on the new connection, matching none
+ * of the stale requests, fails them all with ZRUNTIMEINCONSISTENCY, which
+ * zk_events.c hands on as lost answers: each is found again or sent again,
+ * as after any lost connection.
+ */
+static void
+zkl_io_note_dropped(void)
+{
+	if (!zkl_zk_dropped_silently(&zkl_io_watched, zkl_handle_number,
+								 zoo_state(zkl_zh) == ZOO_NOTCONNECTED_STATE))
+		return;
+	ereport(LOG,
+			(errmsg("the ZooKeeper client library dropped the connection when a send failed")));
+	zkl_session_event_post(ZOO_CONNECTING_STATE);
+	zkl_io_watched.connected = false;
+}
+
+/* What a look at the socket that does not wait finds. */
+static int
+zkl_io_look(void)
+{
+	struct pollfd pfd;
+
+	pfd.fd = zkl_io_watched.fd;
+	pfd.events = POLLIN | (zkl_io_watched.want_write ? POLLOUT : 0);
+	pfd.revents = 0;
+	if (poll(&pfd, 1, 0) <= 0)
+		return 0;
+	return zkl_zk_events_of((pfd.revents & POLLIN) != 0, (pfd.revents & POLLOUT) != 0,
+							(pfd.revents & (POLLHUP | POLLERR)) != 0,
+							zkl_io_watched.want_write);
 }
 
 /*
@@ -106,7 +156,15 @@ zkl_io_wait(long timeout_ms, uint32 wait_event_info)
 	int			n;
 
 	if (zkl_zh != NULL)
+	{
+		zkl_io_note_dropped();
 		zkl_io_interest(&in);
+		if (zkl_zk_poke_after_error(&in))
+		{
+			(void) zookeeper_process(zkl_zh, ZOOKEEPER_READ | ZOOKEEPER_WRITE);
+			zkl_io_interest(&in);
+		}
+	}
 	if (zkl_io_set == NULL)
 		zkl_io_build(&in);
 	else
@@ -135,21 +193,21 @@ zkl_io_wait(long timeout_ms, uint32 wait_event_info)
 		if (events[i].events & WL_SOCKET_WRITEABLE)
 			reported |= ZKL_ZK_WRITE;
 	}
-	zkl_io_ready = zkl_zk_events_to_try(&zkl_io_watched, reported, n > 0);
+	if (zkl_zk_look_again(&zkl_io_watched, reported, n > 0))
+		reported = zkl_io_look();
+	zkl_io_ready = reported;
 }
 
 /*
  * Let the library act on what the socket became: finish a connect, send
  * what waits, and take the answers that came, one a call, up to a pass's
- * share.  Nothing to do when the socket was not ready: the library runs
- * the completions of a broken connection inside the call that broke it.
+ * share.  Nothing to do when the socket was not ready.
  */
 void
 zkl_io_process(void)
 {
 	bool		readable = (zkl_io_ready & ZKL_ZK_READ) != 0;
-	int			events = (readable ? ZOOKEEPER_READ : 0) |
-	((zkl_io_ready & ZKL_ZK_WRITE) ? ZOOKEEPER_WRITE : 0);
+	int			events = zkl_io_library_events(zkl_io_ready);
 	int			reads = 0;
 	int			rc;
 

@@ -10,8 +10,10 @@
 #  (2) ZooKeeper stopped for about 20 s while the cluster runs: the library's
 #      complaints reach the log as "ZooKeeper client: ..." lines, at
 #      least one and at most 10 in the outage, although the library retries
-#      the connection many times.  Afterwards the worker is connected
-#      again.
+#      the connection many times; and the worker keeps to the library's
+#      pace between attempts: it uses less than a tenth of a core over the
+#      outage (a loop that each logged attempt woke at once would use all
+#      of one).  Afterwards the worker is connected again.
 #  (3) The reaper: a backend holding 'reap-me' loses its local lock table
 #      (gdb sets backend/locks.c's zkl_locks to NULL, as only a bug could) and then
 #      ends normally: its exit hook gives nothing back, and the slot stays
@@ -39,6 +41,7 @@ use Test::More;
 use PostgreSQL::Test::Utils;
 use IPC::Run;
 use List::Util qw(max);
+use POSIX ();
 use Time::HiRes qw(time sleep);
 
 # The counts of context switches are bounded per second of the window as
@@ -47,6 +50,7 @@ my $IDLE_WINDOW_S = 6;
 my $IDLE_MAX_SWITCHES = 20;	# in $IDLE_WINDOW_S, so about 3 a second
 my $OUTAGE_S = 20;
 my $OUTAGE_MAX_LINES = 10;
+my $OUTAGE_MAX_CPU = 0.1;
 my $REAP_WITHIN_S = 30;
 my $COMMIT_SAMPLE_S = 2;
 my $COMMIT_MAX_SWITCHES = 20;	# in $COMMIT_SAMPLE_S: 10 a second
@@ -64,6 +68,17 @@ sub vcsw
 	my $status = do { local $/; <$fh> };
 	close $fh;
 	return $status =~ /^voluntary_ctxt_switches:\s+(\d+)/m ? $1 : undef;
+}
+
+# CPU seconds (user and system) used by process $pid so far; undef if unreadable.
+sub cpu_seconds
+{
+	my ($pid) = @_;
+	open(my $fh, '<', "/proc/$pid/stat") or return undef;
+	my $stat = do { local $/; <$fh> };
+	close $fh;
+	my @f = split ' ', substr($stat, rindex($stat, ')') + 2);
+	return ($f[11] + $f[12]) / POSIX::sysconf(POSIX::_SC_CLK_TCK());
 }
 
 # The tasks of process $pid other than its main thread.
@@ -278,12 +293,14 @@ $c->stop;
 
 my $a_log_offset = -s $a->logfile;
 my $m0 = vcsw($a_worker);
+my $c0 = cpu_seconds($a_worker);
 my $t_down = time;
 zk_stop($zk);
 wait_until(sub { state_of($a) ne 'connected' }, 30, "A's worker notices ZooKeeper is gone");
 isnt(state_of($a), 'connected', '(2) A\'s worker is disconnected while ZooKeeper is down');
 sleep($OUTAGE_S - (time - $t_down)) if time - $t_down < $OUTAGE_S;
 my $m1 = vcsw($a_worker);
+my $c1 = cpu_seconds($a_worker);
 my $outage = time - $t_down;
 my $outage_log = slurp_file($a->logfile, $a_log_offset);
 zk_start_all($zk);
@@ -294,6 +311,10 @@ my @client_lines = grep { /ZooKeeper client:/ } split /\n/, $outage_log;
 cmp_ok(scalar(@client_lines), '>=', 1, '(2) the library\'s messages reach the log during the outage');
 cmp_ok(scalar(@client_lines), '<=', $OUTAGE_MAX_LINES,
 	sprintf('(2) ... in at most %d lines over %.0f s (%d)', $OUTAGE_MAX_LINES, $outage, scalar(@client_lines)));
+ok(defined $c0 && defined $c1, "(2) the worker's CPU time can be read");
+cmp_ok((($c1 // 0) - ($c0 // 0)) / $outage, '<', $OUTAGE_MAX_CPU,
+	sprintf('(2) the worker used %.2f s of CPU in the %.0f s outage (less than a tenth of a core)',
+		($c1 // 0) - ($c0 // 0), $outage));
 diag(sprintf('(2) ZooKeeper down %.1f s: %d "ZooKeeper client:" lines in the log; the worker woke %d times',
 	$outage, scalar(@client_lines), ($m1 // 0) - ($m0 // 0)));
 diag("(2) $_") for @client_lines;

@@ -24,9 +24,9 @@ answer(int rc, int fd, bool want_write, bool connected, long timeout_ms)
 static void
 test_wait_set(void)
 {
-	zkl_zk_watched none = {-1, false, false};
-	zkl_zk_watched connecting7 = {7, false, true};
-	zkl_zk_watched connected7 = {7, true, false};
+	zkl_zk_watched none = {1, -1, false, false};
+	zkl_zk_watched connecting7 = {1, 7, false, true};
+	zkl_zk_watched connected7 = {1, 7, true, false};
 	zkl_zk_interest in;
 
 	in = answer(0, 7, true, false, 3333);
@@ -90,26 +90,55 @@ test_sleep(void)
 }
 
 static void
-test_events_to_try(void)
+test_look_again(void)
 {
-	zkl_zk_watched connected = {7, true, false};
-	zkl_zk_watched sending = {7, true, true};
-	zkl_zk_watched connecting = {7, false, true};
-	zkl_zk_watched none = {-1, false, false};
+	zkl_zk_watched connected = {1, 7, true, false};
+	zkl_zk_watched connecting = {1, 7, false, true};
+	zkl_zk_watched none = {1, -1, false, false};
 
-	check(zkl_zk_events_to_try(&connected, ZKL_ZK_READ, false) == ZKL_ZK_READ,
-		  "a readable socket: read");
-	check(zkl_zk_events_to_try(&connecting, ZKL_ZK_WRITE, false) == ZKL_ZK_WRITE,
-		  "a connect finished (writable): let the library finish it");
-	check(zkl_zk_events_to_try(&connected, 0, false) == 0,
-		  "a sleep that timed out saw the socket idle: nothing");
-	check(zkl_zk_events_to_try(&connected, 0, true) == ZKL_ZK_READ,
-		  "woken by the latch alone: read all the same (the latch may have hidden the socket)");
-	check(zkl_zk_events_to_try(&sending, 0, true) == (ZKL_ZK_READ | ZKL_ZK_WRITE),
-		  "... and write, when bytes wait to be sent");
-	check(zkl_zk_events_to_try(&connecting, 0, true) == 0,
-		  "never on a socket still connecting");
-	check(zkl_zk_events_to_try(&none, 0, true) == 0, "nor without a socket");
+	check(!zkl_zk_look_again(&connected, ZKL_ZK_READ, true),
+		  "the sleep reported the socket: no second look");
+	check(!zkl_zk_look_again(&connected, 0, false),
+		  "a sleep that timed out saw the socket idle: no second look");
+	check(zkl_zk_look_again(&connected, 0, true),
+		  "woken by the latch alone: look at the socket (the latch may have hidden it)");
+	check(zkl_zk_look_again(&connecting, 0, true),
+		  "... connecting too: a connect or a handshake may have finished");
+	check(!zkl_zk_look_again(&none, 0, true), "nothing to look at without a socket");
+
+	check(zkl_zk_events_of(true, false, false, false) == ZKL_ZK_READ, "readable: read");
+	check(zkl_zk_events_of(false, true, false, false) == 0,
+		  "writable with nothing to send: nothing (a write is only for a connect or queued bytes)");
+	check(zkl_zk_events_of(false, true, false, true) == ZKL_ZK_WRITE,
+		  "writable with a connect to finish: write");
+	check(zkl_zk_events_of(false, false, true, true) == (ZKL_ZK_READ | ZKL_ZK_WRITE),
+		  "broken: read (and write if wanted), to find the error");
+	check(zkl_zk_events_of(false, false, false, true) == 0, "nothing ready: nothing");
+}
+
+static void
+test_errors(void)
+{
+	zkl_zk_interest in;
+	zkl_zk_watched connected = {4, 7, true, false};
+	zkl_zk_watched connecting = {4, 7, false, true};
+
+	in = answer(ZK_ERR, 7, false, true, 3333);
+	check(zkl_zk_poke_after_error(&in),
+		  "an error on a connected, open socket (a ping not sent): let the library try it at once");
+	in = answer(ZK_ERR, 7, false, false, 0);
+	check(!zkl_zk_poke_after_error(&in),
+		  "an error after which the handle is not connected (the socket closed): no poke");
+	in = answer(0, 7, false, true, 3333);
+	check(!zkl_zk_poke_after_error(&in), "no error: no poke");
+
+	check(zkl_zk_dropped_silently(&connected, 4, true),
+		  "\"not connected\" on the handle watched as connected: dropped without a word");
+	check(!zkl_zk_dropped_silently(&connected, 5, true),
+		  "... not on a newer handle that has not connected yet");
+	check(!zkl_zk_dropped_silently(&connecting, 4, true),
+		  "... nor on a handle still connecting");
+	check(!zkl_zk_dropped_silently(&connected, 4, false), "a connected handle: nothing dropped");
 }
 
 static void
@@ -129,7 +158,8 @@ main(void)
 {
 	test_wait_set();
 	test_sleep();
-	test_events_to_try();
+	test_look_again();
+	test_errors();
 	test_reads();
 	return tap_done();
 }
