@@ -119,16 +119,36 @@ zkl_zk_poke_after_error(const zkl_zk_interest *in)
 
 /*
  * Whether the library dropped a connection without saying so: its state is
- * "not connected" (the state of a handle that never connected, or of one
- * whose send failed inside a request's call: the single-threaded library
- * then closes the socket and runs no handler, no watcher and no
- * completion), on the handle whose socket was watched as connected.
+ * "not connected", which is the state of a handle that never had a socket,
+ * or of one whose send failed inside a request's call (the single-threaded
+ * library then closes the socket and runs no handler, no watcher and no
+ * completion), on a handle that has had a socket.  Its failed connections
+ * leave another state (0), so any socket of the handle counts, not only a
+ * connected one: the drop may come in the pass that finished the
+ * handshake.
  */
 bool
 zkl_zk_dropped_silently(const zkl_zk_watched *watched, unsigned int handle,
 						bool not_connected_state)
 {
-	return not_connected_state && watched->connected && watched->handle == handle;
+	return not_connected_state && watched->socket_handle == handle;
+}
+
+/*
+ * Whether to ask the library what to wait for now.  Asking is what makes it
+ * connect: when its last answer named no socket (between two attempts at
+ * connecting, it names the delay it wants), asking again before that delay
+ * is over would connect at once, and every wake of the loop (each backend's
+ * request) would become an attempt, with a resolution of zklock.hosts.  A
+ * new handle, or a socket named last time, is asked at once.
+ */
+bool
+zkl_zk_ask_now(const zkl_zk_watched *watched, unsigned int handle,
+			   long ms_since_asked, long asked_timeout_ms)
+{
+	if (watched->handle != handle || watched->fd >= 0)
+		return true;
+	return asked_timeout_ms < 0 || ms_since_asked >= asked_timeout_ms;
 }
 
 /*

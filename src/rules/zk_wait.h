@@ -36,6 +36,7 @@ typedef struct zkl_zk_interest
 typedef struct zkl_zk_watched
 {
 	unsigned int handle;		/* the handle's number (session.c) */
+	unsigned int socket_handle; /* the last handle a socket was watched of */
 	int			fd;				/* -1: none */
 	bool		connected;		/* the handle was connected when it was added */
 	bool		want_write;		/* ... and writing was watched for */
@@ -74,6 +75,8 @@ extern int	zkl_zk_events_of(bool in, bool out, bool broken, bool want_write);
 extern bool zkl_zk_poke_after_error(const zkl_zk_interest *in);
 extern bool zkl_zk_dropped_silently(const zkl_zk_watched *watched, unsigned int handle,
 									bool not_connected_state);
+extern bool zkl_zk_ask_now(const zkl_zk_watched *watched, unsigned int handle,
+						   long ms_since_asked, long asked_timeout_ms);
 extern bool zkl_zk_read_again(bool readable, int rc, int reads);
 
 #endif							/* ZKLOCK_ZK_WAIT_H */

@@ -33,6 +33,7 @@
 #include "utils/memutils.h"
 
 #include "pg_compat.h"
+#include "rules/clock.h"
 #include "rules/zk_wait.h"
 #include "worker/session.h"
 #include "worker/zk_events.h"
@@ -42,7 +43,11 @@
 #define ZKL_IO_WAIT_EVENTS	3
 
 static WaitEventSet *zkl_io_set = NULL;
-static zkl_zk_watched zkl_io_watched = {0, -1, false, false};
+static zkl_zk_watched zkl_io_watched = {0, 0, -1, false, false};
+
+/* When the library was last asked (zkl_now()), and the time it named. */
+static int64 zkl_io_asked_at = 0;
+static long zkl_io_asked_timeout_ms = -1;
 static int	zkl_io_socket_pos = -1;
 
 /* What the library may try after the last sleep: ZKL_ZK_READ, ZKL_ZK_WRITE. */
@@ -71,12 +76,28 @@ zkl_io_interest(zkl_zk_interest *in)
 	struct timeval tv = {-1, 0};
 
 	in->rc = zookeeper_interest(zkl_zh, &fd, &interest, &tv);
+	zkl_io_asked_at = zkl_now();
 	in->fd = fd;
 	in->want_write = (interest & ZOOKEEPER_WRITE) != 0;
 	in->connected = zoo_state(zkl_zh) == ZOO_CONNECTED_STATE;
 	/* It sets the time on every path that gets past its first checks. */
 	in->timeout_ms = tv.tv_sec < 0 ? -1 :
 		(long) tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000;
+	zkl_io_asked_timeout_ms = zkl_zk_sleep_ms(-1, in, false);
+}
+
+/*
+ * The library between two attempts at connecting, not asked again before
+ * the delay it named: what it said then, with the time left.
+ */
+static void
+zkl_io_not_asked(zkl_zk_interest *in, long ms_since_asked)
+{
+	in->rc = 0;
+	in->fd = -1;
+	in->want_write = false;
+	in->connected = false;
+	in->timeout_ms = Max(zkl_io_asked_timeout_ms - ms_since_asked, 0);
 }
 
 /*
@@ -98,6 +119,8 @@ zkl_io_build(const zkl_zk_interest *in)
 		zkl_io_socket_pos = AddWaitEventToSet(zkl_io_set, zkl_io_socket_events(in->want_write),
 											  fd, NULL, NULL);
 	zkl_io_watched.handle = zkl_handle_number;
+	if (fd >= 0)
+		zkl_io_watched.socket_handle = zkl_handle_number;
 	zkl_io_watched.fd = fd;
 	zkl_io_watched.connected = in->connected;
 	zkl_io_watched.want_write = in->want_write;
@@ -157,12 +180,19 @@ zkl_io_wait(long timeout_ms, uint32 wait_event_info)
 
 	if (zkl_zh != NULL)
 	{
+		long		since = zkl_ms_left(zkl_now(), zkl_io_asked_at);
+
 		zkl_io_note_dropped();
-		zkl_io_interest(&in);
-		if (zkl_zk_poke_after_error(&in))
+		if (!zkl_zk_ask_now(&zkl_io_watched, zkl_handle_number, since, zkl_io_asked_timeout_ms))
+			zkl_io_not_asked(&in, since);
+		else
 		{
-			(void) zookeeper_process(zkl_zh, ZOOKEEPER_READ | ZOOKEEPER_WRITE);
 			zkl_io_interest(&in);
+			if (zkl_zk_poke_after_error(&in))
+			{
+				(void) zookeeper_process(zkl_zh, ZOOKEEPER_READ | ZOOKEEPER_WRITE);
+				zkl_io_interest(&in);
+			}
 		}
 	}
 	if (zkl_io_set == NULL)

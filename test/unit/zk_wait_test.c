@@ -24,9 +24,9 @@ answer(int rc, int fd, bool want_write, bool connected, long timeout_ms)
 static void
 test_wait_set(void)
 {
-	zkl_zk_watched none = {1, -1, false, false};
-	zkl_zk_watched connecting7 = {1, 7, false, true};
-	zkl_zk_watched connected7 = {1, 7, true, false};
+	zkl_zk_watched none = {1, 0, -1, false, false};
+	zkl_zk_watched connecting7 = {1, 1, 7, false, true};
+	zkl_zk_watched connected7 = {1, 1, 7, true, false};
 	zkl_zk_interest in;
 
 	in = answer(0, 7, true, false, 3333);
@@ -92,9 +92,9 @@ test_sleep(void)
 static void
 test_look_again(void)
 {
-	zkl_zk_watched connected = {1, 7, true, false};
-	zkl_zk_watched connecting = {1, 7, false, true};
-	zkl_zk_watched none = {1, -1, false, false};
+	zkl_zk_watched connected = {1, 1, 7, true, false};
+	zkl_zk_watched connecting = {1, 1, 7, false, true};
+	zkl_zk_watched none = {1, 0, -1, false, false};
 
 	check(!zkl_zk_look_again(&connected, ZKL_ZK_READ, true),
 		  "the sleep reported the socket: no second look");
@@ -120,8 +120,10 @@ static void
 test_errors(void)
 {
 	zkl_zk_interest in;
-	zkl_zk_watched connected = {4, 7, true, false};
-	zkl_zk_watched connecting = {4, 7, false, true};
+	zkl_zk_watched connected = {4, 4, 7, true, false};
+	zkl_zk_watched connecting = {4, 4, 7, false, true};
+	zkl_zk_watched fresh = {5, 4, -1, false, false};
+	zkl_zk_watched between = {4, 4, -1, false, false};
 
 	in = answer(ZK_ERR, 7, false, true, 3333);
 	check(zkl_zk_poke_after_error(&in),
@@ -135,10 +137,19 @@ test_errors(void)
 	check(zkl_zk_dropped_silently(&connected, 4, true),
 		  "\"not connected\" on the handle watched as connected: dropped without a word");
 	check(!zkl_zk_dropped_silently(&connected, 5, true),
-		  "... not on a newer handle that has not connected yet");
-	check(!zkl_zk_dropped_silently(&connecting, 4, true),
-		  "... nor on a handle still connecting");
+		  "... not on a newer handle that has had no socket yet");
+	check(!zkl_zk_dropped_silently(&fresh, 5, true),
+		  "... nor on the newer handle once its wait set is built without a socket");
+	check(zkl_zk_dropped_silently(&connecting, 4, true),
+		  "... but on a handle whose socket was watched while connecting (a drop in the handshake's pass)");
 	check(!zkl_zk_dropped_silently(&connected, 4, false), "a connected handle: nothing dropped");
+
+	check(zkl_zk_ask_now(&connected, 4, 0, 3333), "a socket named last time: asked at once");
+	check(zkl_zk_ask_now(&between, 5, 0, 166), "a new handle: asked at once");
+	check(!zkl_zk_ask_now(&between, 4, 20, 166),
+		  "no socket, the library's delay not over: not asked (a wake would connect at once)");
+	check(zkl_zk_ask_now(&between, 4, 166, 166), "the delay over: asked");
+	check(zkl_zk_ask_now(&between, 4, 0, -1), "no delay named: asked");
 }
 
 static void
