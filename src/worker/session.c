@@ -108,6 +108,28 @@ zkl_close_session(void)
 	zkl_zh = NULL;
 }
 
+/*
+ * The client library dropped the connection without a word (zk_io.c): the
+ * session is suspended as for any lost connection, the handle is closed as
+ * a connection's loss (the requests in flight fail as lost answers, not as
+ * the session's end: zk_events.c), and the next pass opens a handle on the
+ * same session.  That handle has none of the old one's watches: the slots
+ * set theirs again (zkl_rewatch_all).  No close request leaves: the
+ * library sends none on a handle that is not connected.
+ */
+void
+zkl_reattach_after_drop(void)
+{
+	ereport(LOG,
+			(errmsg("the ZooKeeper client library dropped the connection to %s when a send failed; reattaching to session 0x%llx",
+					zkl_shared->server, (unsigned long long) zkl_shared->session_id)));
+	zkl_session_event_post(ZOO_CONNECTING_STATE);
+	zkl_events_closing_to_reattach(true);
+	zkl_close_session();
+	zkl_events_closing_to_reattach(false);
+	zkl_next_connect = 0;
+}
+
 static void
 zkl_schedule_reconnect(void)
 {

@@ -236,6 +236,34 @@ zkl_adopt_slots(void)
 }
 
 /*
+ * A new handle on the same session (zkl_reattach_after_drop) has none of
+ * the old handle's watches: every slot whose phase rests on one does its
+ * phase's requests again (zkl_redo), which set them.  A holder watches its
+ * node again, a waiter its node and, through the listing, its
+ * predecessor, a semaphore's waiter the leases.  Slots with a request in
+ * flight get its failure as a lost answer and redo it anyway.
+ */
+void
+zkl_rewatch_all(void)
+{
+	int			n;
+	int		   *used = zkl_used_slots(&n);
+
+	for (int k = 0; k < n; k++)
+	{
+		zkl_work   *work = &zkl_works[used[k]];
+
+		if (work->phase != ZKL_PH_HELD && work->phase != ZKL_PH_LISTING &&
+			work->phase != ZKL_PH_WATCHING && work->phase != ZKL_PH_LEASE_WAITING)
+			continue;
+		work->own_watch_gen = 0;
+		work->retry = true;
+		zkl_mark_pending(used[k]);
+	}
+	pfree(used);
+}
+
+/*
  * What the worker does for lasting holds, with each periodic heartbeat (a
  * sixth of the session timeout):
  *

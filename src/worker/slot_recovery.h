@@ -12,6 +12,7 @@
 
 extern int	zkl_session_lost(const char *cause);
 extern void zkl_adopt_slots(void);
+extern void zkl_rewatch_all(void);
 extern void zkl_check_holds(void);
 extern void zkl_reap_dead_backends(void);
 

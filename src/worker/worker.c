@@ -634,6 +634,12 @@ zkl_worker_main(Datum arg)
 		if (zkl_shutdown_due(&shutdown_deadline))
 			break;
 
+		/* Before the library is asked anything (zk_io.c). */
+		if (zkl_io_dropped())
+		{
+			zkl_reattach_after_drop();
+			zkl_rewatch_all();
+		}
 		zkl_io_wait(zkl_sleep_time(shutdown_deadline), zkl_wait_event(ZKL_WAIT_WORKER_MAIN));
 		ResetLatch(MyLatch);
 	}

@@ -17,9 +17,7 @@
  * (zkl_events_take).  A request's callback context packs the slot, the
  * event kind and the slot's opgen into one pointer-sized value.
  *
- * An answer the library could not match to its request (a reply on a new
- * connection to requests sent on the old one, which the single-threaded
- * library keeps when a send fails: zk_io.c) fails with
+ * An answer the library could not match to its request fails with
  * ZRUNTIMEINCONSISTENCY: the request may or may not have been carried out,
  * which is a lost answer, and is handed on as one (ZOPERATIONTIMEOUT).
  *
@@ -42,6 +40,13 @@ zhandle_t  *zkl_zh = NULL;
 static zkl_event *zkl_events_head = NULL;
 static zkl_event *zkl_events_tail = NULL;
 static int	zkl_events_answers = 0;
+
+/*
+ * The handle is being closed only to open another on the same session
+ * (session.c): the requests it fails (ZCLOSING) lost their connection, not
+ * their session.
+ */
+static bool zkl_events_closing_for_reattach = false;
 
 /*
  * A request's callback context is the one pointer libzookeeper hands back:
@@ -103,7 +108,8 @@ zkl_event_new(const void *data, int rc)
 	ev->kind = (zkl_event_kind) ((ctx >> ZKL_CTX_SLOT_BITS) &
 								 ((UINT64CONST(1) << ZKL_CTX_KIND_BITS) - 1));
 	ev->opgen = (uint32) (ctx >> ZKL_CTX_OPGEN_SHIFT);
-	ev->rc = rc == ZRUNTIMEINCONSISTENCY ? ZOPERATIONTIMEOUT : rc;
+	ev->rc = rc == ZRUNTIMEINCONSISTENCY ? ZOPERATIONTIMEOUT :
+		(rc == ZCLOSING && zkl_events_closing_for_reattach) ? ZCONNECTIONLOSS : rc;
 	return ev;
 }
 
@@ -335,6 +341,13 @@ zkl_event_free(zkl_event *ev)
 }
 
 /* ---- the loop ---- */
+
+/* Closing a handle to reattach to its session: see zkl_events_closing_for_reattach. */
+void
+zkl_events_closing_to_reattach(bool closing)
+{
+	zkl_events_closing_for_reattach = closing;
+}
 
 /*
  * Whether an answer, a watch or a session event waits to be taken: the loop

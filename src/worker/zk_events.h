@@ -116,6 +116,7 @@ extern void zkl_session_watcher(zhandle_t *zh, int type, int state, const char *
 extern void zkl_session_event_post(int state);
 extern void zkl_library_log(const char *message);
 extern bool zkl_events_queued(void);
+extern void zkl_events_closing_to_reattach(bool closing);
 extern zkl_event *zkl_events_take(void);
 extern void zkl_event_free(zkl_event *ev);
 extern const void *zkl_request_ctx(zkl_event_kind kind, int slotno, uint32 opgen);

@@ -127,25 +127,21 @@ zkl_io_build(const zkl_zk_interest *in)
 }
 
 /*
- * The library closed its connection inside a request's call, when the send
- * failed, without a word: no session event, no completion of the requests
- * in flight.  The loop says it for the library (the session is suspended
- * at once, as for any lost connection); the library connects again at the
- * next question, and the first answer on the new connection, matching none
- * of the stale requests, fails them all with ZRUNTIMEINCONSISTENCY, which
- * zk_events.c hands on as lost answers: each is found again or sent again,
- * as after any lost connection.
+ * Whether the library closed its connection inside a request's call, when
+ * the send failed, without a word: no session event, no completion of the
+ * requests in flight, and its queues as they were (a request half sent
+ * among them).  Left alone it would connect again with that state: the
+ * stale requests fail only at the first answer on the new connection, and
+ * the half-sent request's tail would reach the server as a frame of its
+ * own.  The worker closes such a handle and opens another on the same
+ * session instead (session.c), before the library is asked anything.
  */
-static void
-zkl_io_note_dropped(void)
+bool
+zkl_io_dropped(void)
 {
-	if (!zkl_zk_dropped_silently(&zkl_io_watched, zkl_handle_number,
-								 zoo_state(zkl_zh) == ZOO_NOTCONNECTED_STATE))
-		return;
-	ereport(LOG,
-			(errmsg("the ZooKeeper client library dropped the connection when a send failed")));
-	zkl_session_event_post(ZOO_CONNECTING_STATE);
-	zkl_io_watched.connected = false;
+	return zkl_zh != NULL &&
+		zkl_zk_dropped_silently(&zkl_io_watched, zkl_handle_number,
+								zoo_state(zkl_zh) == ZOO_NOTCONNECTED_STATE);
 }
 
 /* What a look at the socket that does not wait finds. */
@@ -182,7 +178,6 @@ zkl_io_wait(long timeout_ms, uint32 wait_event_info)
 	{
 		long		since = zkl_ms_left(zkl_now(), zkl_io_asked_at);
 
-		zkl_io_note_dropped();
 		if (!zkl_zk_ask_now(&zkl_io_watched, zkl_handle_number, since, zkl_io_asked_timeout_ms))
 			zkl_io_not_asked(&in, since);
 		else

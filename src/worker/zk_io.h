@@ -10,6 +10,7 @@
 #ifndef ZKLOCK_ZK_IO_H
 #define ZKLOCK_ZK_IO_H
 
+extern bool zkl_io_dropped(void);
 extern void zkl_io_wait(long timeout_ms, uint32 wait_event_info);
 extern void zkl_io_process(void);
 
