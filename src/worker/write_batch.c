@@ -802,9 +802,7 @@ zkl_batch_answered(zkl_event *ev)
 		zkl_wb_dir_forget(zkl_shared->slots[op.slotno].dir);
 	if (!zkl_wb_current(&op))
 		return;
-	/* A reply the client could not match: handled as a lost answer. */
-	if (ev->rc == ZRUNTIMEINCONSISTENCY)
-		ev->rc = ZOPERATIONTIMEOUT;
+	/* A reply the client could not match came as a lost answer (zk_events.c). */
 
 	switch (zkl_wb_outcome_of(ev->rc))
 	{

@@ -1,5 +1,5 @@
 # TLS to ZooKeeper through a local tunnel (issue 47), as doc/operations.md,
-# "TLS to ZooKeeper", sets it up: Debian's libzookeeper_mt has no TLS, so
+# "TLS to ZooKeeper", sets it up: Debian's libzookeeper_st has no TLS, so
 # the worker talks plain ZooKeeper to stunnel4 on loopback, which talks TLS
 # to the ensemble and checks its certificate.
 #  (1) A ZooKeeper that accepts only TLS: secureClientPort and no
