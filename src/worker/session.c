@@ -434,7 +434,7 @@ zkl_session_restart(void)
 int64
 zkl_session_give_up_at(void)
 {
-	if (zkl_zh == NULL || zkl_closing_previous)
+	if (zkl_shared->session_id == 0 || zkl_closing_previous)
 		return 0;
 	return zkl_give_up_at(zkl_heartbeat_state.proof, zkl_shared->negotiated_timeout);
 }
@@ -463,7 +463,11 @@ zkl_check_session_proof(void)
 	int64		session_id = zkl_shared->session_id;
 	int			lost;
 
-	if (zkl_zh == NULL || zkl_closing_previous || !zkl_give_up_due(proof, timeout, now))
+	/*
+	 * With or without a handle: a worker that cannot make one (hosts that do
+	 * not resolve) must give the session up all the same.
+	 */
+	if (session_id == 0 || zkl_closing_previous || !zkl_give_up_due(proof, timeout, now))
 		return;
 
 	ereport(LOG,
