@@ -32,7 +32,11 @@ typedef struct zkl_zk_interest
 								 * time */
 } zkl_zk_interest;
 
-/* The socket the loop's wait set watches, as it was added. */
+/*
+ * The socket the loop's wait set watches, as it was added.  Handle numbers
+ * start at 1 (session.c): a zkl_zk_watched that has seen no handle has 0
+ * in both, which no handle matches.
+ */
 typedef struct zkl_zk_watched
 {
 	unsigned int handle;		/* the handle's number (session.c) */

@@ -56,8 +56,16 @@ zkl_run_pending(void)
 		zkl_works[slotno].pending = false;
 		zkl_dispatch(slotno, connected);
 	}
-	/* Those left keep their turn, before the ones marked since. */
-	zkl_ndeferred = left;
+
+	/*
+	 * Those left keep their turn, before the ones marked since.  They make
+	 * the next pass come at once only while connected: without a session
+	 * every slot at work is only marked pending again (zkl_dispatch), and
+	 * after a reattach every holder is pending (zkl_rewatch_all), so more
+	 * than a pass's worth would spin the loop until the connection is back.
+	 * The CONNECTED event and the backends' latches wake it meanwhile.
+	 */
+	zkl_ndeferred = connected ? left : 0;
 	if (left > 0)
 	{
 		memmove(zkl_pending + left, zkl_pending, sizeof(int) * zkl_npending);

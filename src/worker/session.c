@@ -11,6 +11,7 @@
  */
 #include "postgres.h"
 
+#include "nodes/pg_list.h"
 #include "pgstat.h"
 #include "storage/fd.h"
 #include "utils/guc.h"
@@ -33,10 +34,18 @@ StaticAssertDecl(sizeof(((clientid_t *) 0)->passwd) == ZKL_SESSION_PASSWD_LEN,
 
 char	   *zkl_current_hosts = NULL;
 
-/* The credentials given to the session in use (zklock.auth when given). */
-static char *zkl_session_auth = NULL;
+/*
+ * Every zklock.auth given to the session in use, oldest first
+ * (TopMemoryContext): a handle that reattaches to it after a dropped
+ * connection gives them all again, as the library did on each of its own
+ * reconnections, so nodes made under an earlier setting stay ours.
+ */
+static List *zkl_session_auths = NIL;
 
 static int	zkl_backoff_ms = 0;
+
+/* The least time between two reattaches after a dropped connection. */
+#define ZKL_REATTACH_INTERVAL_MS	1000
 
 int64		zkl_next_connect = 0;	/* zkl_now() */
 
@@ -89,9 +98,11 @@ zkl_state_name(int state)
 /*
  * The ZooKeeper handle's number: it grows each time one is closed, so that
  * what counts a handle's requests in flight (write_batch.c) can tell the
- * answers of a closed handle from those of the next.
+ * answers of a closed handle from those of the next, and a session event
+ * of a closed handle is known for one.  It starts at 1: 0 is what has seen
+ * no handle (zk_io.c's wait set before the first).
  */
-uint32		zkl_handle_number = 0;
+uint32		zkl_handle_number = 1;
 
 void
 zkl_close_session(void)
@@ -120,14 +131,25 @@ zkl_close_session(void)
 void
 zkl_reattach_after_drop(void)
 {
+	static int64 last_reattach = 0;
+	int64		now = zkl_now();
+
 	ereport(LOG,
 			(errmsg("the ZooKeeper client library dropped the connection to %s when a send failed; reattaching to session 0x%llx",
 					zkl_shared->server, (unsigned long long) zkl_shared->session_id)));
-	zkl_session_event_post(ZOO_CONNECTING_STATE);
+	zkl_session_event_post(ZOO_CONNECTING_STATE, zkl_handle_number);
 	zkl_events_closing_to_reattach(true);
 	zkl_close_session();
 	zkl_events_closing_to_reattach(false);
-	zkl_next_connect = 0;
+
+	/*
+	 * At once, but at most one a second: a server that resets every
+	 * connection after its handshake must not make a loop of full redos and
+	 * log lines.
+	 */
+	zkl_next_connect = last_reattach == 0 ? 0 :
+		zkl_after_ms(last_reattach, ZKL_REATTACH_INTERVAL_MS);
+	last_reattach = now;
 }
 
 static void
@@ -147,14 +169,43 @@ zkl_schedule_reconnect(void)
 void
 zkl_give_auth(void)
 {
+	ListCell   *lc;
+	MemoryContext old;
+
 	if (zkl_auth == NULL || zkl_auth[0] == '\0')
 		return;
-	if (zkl_session_auth && strcmp(zkl_session_auth, zkl_auth) == 0)
-		return;
+	foreach(lc, zkl_session_auths)
+	{
+		if (strcmp((char *) lfirst(lc), zkl_auth) == 0)
+			return;
+	}
 	zoo_add_auth(zkl_zh, "digest", zkl_auth, strlen(zkl_auth), NULL, NULL);
-	if (zkl_session_auth)
-		pfree(zkl_session_auth);
-	zkl_session_auth = MemoryContextStrdup(TopMemoryContext, zkl_auth);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	zkl_session_auths = lappend(zkl_session_auths, pstrdup(zkl_auth));
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * A new handle's credentials: on the session it reattaches to, every one
+ * that session was given; for another session, only zklock.auth's.
+ */
+static void
+zkl_give_handle_auth(bool same_session)
+{
+	ListCell   *lc;
+
+	if (!same_session)
+	{
+		list_free_deep(zkl_session_auths);
+		zkl_session_auths = NIL;
+	}
+	foreach(lc, zkl_session_auths)
+	{
+		const char *auth = lfirst(lc);
+
+		zoo_add_auth(zkl_zh, "digest", auth, strlen(auth), NULL, NULL);
+	}
+	zkl_give_auth();
 }
 
 /*
@@ -198,7 +249,8 @@ zkl_open_session(void)
 	 */
 	zkl_handle_opened = zkl_now();
 	zkl_zh = zookeeper_init2(zkl_hosts, zkl_session_watcher, zkl_session_timeout,
-							 reattach ? &cid : NULL, NULL, 0, zkl_library_log);
+							 reattach ? &cid : NULL,
+							 (void *) (uintptr_t) zkl_handle_number, 0, zkl_library_log);
 
 	if (zkl_zh == NULL)
 	{
@@ -219,10 +271,7 @@ zkl_open_session(void)
 	 */
 	zoo_set_servers_resolution_delay(zkl_zh, -1);
 
-	if (zkl_session_auth)
-		pfree(zkl_session_auth);
-	zkl_session_auth = NULL;
-	zkl_give_auth();
+	zkl_give_handle_auth(reattach && !zkl_closing_previous);
 
 	if (zkl_closing_previous && zkl_closing_given_up)
 		ereport(LOG,
@@ -345,8 +394,16 @@ zkl_session_heard_sent(void)
 }
 
 void
-zkl_handle_session_event(int state)
+zkl_handle_session_event(int state, uint32 handle)
 {
+	/*
+	 * A stale event of a closed handle: its CONNECTED says nothing of the
+	 * handle in use, which may not have connected yet (one reattaching to the
+	 * session already has its id, so the id cannot tell).
+	 */
+	if (state == ZOO_CONNECTED_STATE && (zkl_zh == NULL || handle != zkl_handle_number))
+		return;
+
 	/* A watch on .waits may have missed a change meanwhile. */
 	zkl_waits_watch_moved();
 	zkl_heard_sent = 0;
@@ -355,16 +412,6 @@ zkl_handle_session_event(int state)
 		if (state == ZOO_CONNECTED_STATE || state == ZOO_EXPIRED_SESSION_STATE ||
 			state == ZOO_AUTH_FAILED_STATE)
 			zkl_finish_closing_previous(state);
-		return;
-	}
-	if (state == ZOO_CONNECTED_STATE &&
-		(zkl_zh == NULL || zoo_client_id(zkl_zh)->client_id == 0))
-	{
-		/*
-		 * A stale event of a closed handle: no handle is open, or the one in
-		 * use has not connected yet (a connected handle always has its
-		 * session's id).
-		 */
 		return;
 	}
 	if (state == ZOO_CONNECTED_STATE)

@@ -30,7 +30,7 @@ extern void zkl_close_session(void);
 extern void zkl_reattach_after_drop(void);
 extern void zkl_give_auth(void);
 extern void zkl_open_session(void);
-extern void zkl_handle_session_event(int state);
+extern void zkl_handle_session_event(int state, uint32 handle);
 extern void zkl_session_restart(void);
 extern int64 zkl_session_give_up_at(void);
 extern void zkl_check_session_proof(void);

@@ -184,7 +184,7 @@ zkl_drain_events(void)
 		}
 
 		if (ev->kind == ZKL_EV_SESSION)
-			zkl_handle_session_event(ev->state);
+			zkl_handle_session_event(ev->state, ev->opgen);
 		else if (ev->kind == ZKL_EV_LOG)
 			zkl_log_library_line(ev->path);
 		else if (ev->kind == ZKL_EV_HEARTBEAT)
@@ -495,7 +495,12 @@ zkl_worker_exit(int code, Datum arg)
 static void
 zkl_worker_exit_session(void)
 {
-	if (zkl_slots_in_use() > 0 && zkl_zh != NULL)
+	/*
+	 * With locks in use and a session, even one with no handle open (a
+	 * dropped connection being reattached, a server being retried), the next
+	 * worker takes the session over.
+	 */
+	if (zkl_slots_in_use() > 0 && (zkl_zh != NULL || zkl_shared->session_id != 0))
 	{
 		ereport(LOG,
 				(errmsg("exiting with locks in use; the next worker reattaches to ZooKeeper session 0x%llx",
@@ -631,15 +636,19 @@ zkl_worker_main(Datum arg)
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(loop_cxt);
 
-		if (zkl_shutdown_due(&shutdown_deadline))
-			break;
-
-		/* Before the library is asked anything (zk_io.c). */
+		/*
+		 * Before the library is asked anything (zk_io.c), and before a
+		 * shutdown looks at the handle.
+		 */
 		if (zkl_io_dropped())
 		{
 			zkl_reattach_after_drop();
 			zkl_rewatch_all();
 		}
+
+		if (zkl_shutdown_due(&shutdown_deadline))
+			break;
+
 		zkl_io_wait(zkl_sleep_time(shutdown_deadline), zkl_wait_event(ZKL_WAIT_WORKER_MAIN));
 		ResetLatch(MyLatch);
 	}

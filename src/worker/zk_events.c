@@ -288,18 +288,21 @@ zkl_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx
 void
 zkl_session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
+	/* The handle's context is its number (session.c). */
 	if (type == ZOO_SESSION_EVENT)
-		zkl_session_event_post(state);
+		zkl_session_event_post(state, (uint32) (uintptr_t) ctx);
 }
 
 /*
- * A change of the session's state, as its watcher reports it; the loop
- * also says one the library left unsaid (zk_io.c).
+ * A change of the session's state on handle number handle, as its watcher
+ * reports it; the loop also says one the library left unsaid (zk_io.c).
+ * The number goes in opgen: the loop may drain the event after the handle
+ * was closed and another opened.
  */
 void
-zkl_session_event_post(int state)
+zkl_session_event_post(int state, uint32 handle)
 {
-	zkl_event  *ev = zkl_event_new(zkl_request_ctx(ZKL_EV_SESSION, 0, 0), ZOK);
+	zkl_event  *ev = zkl_event_new(zkl_request_ctx(ZKL_EV_SESSION, 0, handle), ZOK);
 
 	ev->state = state;
 	zkl_event_post(ev);

@@ -113,7 +113,7 @@ extern void zkl_acl_done(int rc, struct ACL_vector *acl, struct Stat *stat, cons
 extern void zkl_data_done(int rc, const char *value, int value_len, const struct Stat *stat, const void *data);
 extern void zkl_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 extern void zkl_session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
-extern void zkl_session_event_post(int state);
+extern void zkl_session_event_post(int state, uint32 handle);
 extern void zkl_library_log(const char *message);
 extern bool zkl_events_queued(void);
 extern void zkl_events_closing_to_reattach(bool closing);

@@ -124,6 +124,7 @@ test_errors(void)
 	zkl_zk_watched connecting = {4, 4, 7, false, true};
 	zkl_zk_watched fresh = {5, 4, -1, false, false};
 	zkl_zk_watched between = {4, 4, -1, false, false};
+	zkl_zk_watched none = {0, 0, -1, false, false};
 
 	in = answer(ZK_ERR, 7, false, true, 3333);
 	check(zkl_zk_poke_after_error(&in),
@@ -143,6 +144,8 @@ test_errors(void)
 	check(zkl_zk_dropped_silently(&connecting, 4, true),
 		  "... but on a handle whose socket was watched while connecting (a drop in the handshake's pass)");
 	check(!zkl_zk_dropped_silently(&connected, 4, false), "a connected handle: nothing dropped");
+	check(!zkl_zk_dropped_silently(&none, 1, true),
+		  "the first handle, \"not connected\" as it is made, before any socket: nothing dropped");
 
 	check(zkl_zk_ask_now(&connected, 4, 0, 3333), "a socket named last time: asked at once");
 	check(zkl_zk_ask_now(&between, 5, 0, 166), "a new handle: asked at once");
