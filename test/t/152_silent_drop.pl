@@ -1,0 +1,105 @@
+# A connection the client library drops without a word is reattached on
+# the same session, and nothing held is lost.
+#
+# When a send fails inside a request's call (the server reset the
+# connection during the worker's pass), the single-threaded library closes
+# its socket and says nothing: no session event, no completion.  Cluster A
+# runs with test/tools/send_fault.c preloaded, which fails the worker's
+# next send to ZooKeeper on demand, as a reset does.  A holds "held" in a
+# backend, made under zklock.auth alice:one; zklock.auth is then reloaded
+# to bob:two, so the session has two credentials and "held"'s directory
+# answers only to the first.  The fault is armed and another backend
+# acquires "second", whose create (or the heartbeat before it) is the send
+# that fails.  Checked:
+#  - the log says the connection was dropped and the worker reattaches to
+#    the same session; the fault was used;
+#  - A is connected again with the same session id, nothing was lost
+#    (lost and early_losses stay 0), and "held" is still held by its
+#    backend (zk_lock_check, zk_locks, the same node in ZooKeeper);
+#  - "second" is granted, with exactly one node in its directory (the
+#    lost create was not sent twice);
+#  - cluster B cannot take "held";
+#  - the release of "held" deletes its node: the reattached handle was
+#    given alice:one again, not only the current bob:two (without it the
+#    delete is refused and the node stays, stranded).
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::RealBin/../lib";
+use ZklockTest;
+use Test::More;
+use PostgreSQL::Test::Utils;
+
+my $zk = zk_start(1);
+my $dir = PostgreSQL::Test::Utils::tempdir('send_fault');
+my $shim = "$dir/send_fault.so";
+my $src = "$FindBin::RealBin/../tools/send_fault.c";
+system('cc', '-shared', '-fPIC', '-O2', '-Wall', '-o', $shim, $src, '-ldl') == 0
+  or BAIL_OUT("could not build $src");
+my $armed = "$dir/drop-now";
+
+my $a;
+{
+	local $ENV{LD_PRELOAD} = $shim;
+	local $ENV{ZKL_SEND_FAULT_FILE} = $armed;
+	local $ENV{ZKL_SEND_FAULT_PORT} = $zk->{ports}[0];
+	$a = zklock_node('a', $zk, root => '/sd', conf => "zklock.auth = 'alice:one'");
+}
+my $b = zklock_node('b', $zk, root => '/sd', conf => "zklock.auth = 'alice:one'");
+
+wait_until(sub { zk_status_of($a)->{state} eq 'connected' }, 30, 'A connected');
+my $before = zk_status_of($a);
+
+my $s = bg_session($a);
+my $s_pid = $s->query_safe('SELECT pg_backend_pid()');
+is($s->query_safe("SELECT zk_lock_acquire('held', '10s') > 0"), 't', 'A holds held');
+my $node = held_znode($a, $s_pid, 'held');
+ok($node ne '' && defined zk_stat($zk, $node), "held's node is in ZooKeeper ($node)");
+
+# A second credential for the session; new nodes are made under both.
+$a->append_conf('postgresql.conf', "zklock.auth = 'bob:two'\n");
+$a->reload;
+wait_until(sub { $a->safe_psql('postgres', 'SHOW zklock.auth') eq 'bob:two' }, 10, 'the reload');
+is($a->safe_psql('postgres', "SELECT zk_lock_try('warm') AND zk_lock_release('warm')"), 't',
+	'A locks under the reloaded credentials');
+
+my $log_from = -s $a->logfile;
+open(my $fh, '>', $armed) or die "could not arm the fault: $!";
+close($fh);
+my $s2 = bg_session($a);
+is($s2->query_safe("SELECT zk_lock_acquire('second', '20s') > 0"), 't',
+	'an acquire made while the connection drops is granted');
+ok(!-e $armed, 'the fault was used: a send to ZooKeeper failed');
+is(zk_stat($zk, '/sd/second')->{numChildren}, '1',
+	"second's directory has one node: the lost create was not made twice");
+is($s2->query_safe("SELECT zk_lock_release('second')"), 't', 'second is released');
+$s2->quit;
+
+my $id = $before->{session_id};
+ok( wait_until(
+		sub { slurp_file($a->logfile, $log_from) =~ /dropped the connection to .* when a send failed; reattaching to session \Q$id\E/ },
+		20, 'the drop to be logged'),
+	'the log says the connection was dropped and the same session is reattached');
+ok(wait_until(sub { zk_status_of($a)->{state} eq 'connected' }, 30, 'A connected again'),
+	'A is connected again');
+my $after = zk_status_of($a);
+is($after->{session_id}, $before->{session_id}, '... on the same session');
+is($after->{lost} . '/' . $after->{early_losses}, '0/0', 'nothing was lost');
+is($s->query_safe("SELECT zk_lock_check('held')"), 't', 'held is still held (zk_lock_check)');
+is($a->safe_psql('postgres', "SELECT state FROM zk_locks WHERE pid = $s_pid AND name = 'held'"),
+	'held', '... and zk_locks says so');
+is(held_znode($a, $s_pid, 'held'), $node, '... by the same node');
+ok(defined zk_stat($zk, $node), '... which is still in ZooKeeper');
+is($b->safe_psql('postgres', "SELECT zk_lock_try('held')"), 'f', 'B cannot take held');
+
+# The release needs DELETE on held's directory, which only alice:one has.
+is($s->query_safe("SELECT zk_lock_release('held')"), 't', 'A releases held');
+ok(wait_until(sub { !defined zk_stat($zk, $node) }, 15, "held's node to go"),
+	"held's node is deleted: the reattached handle has the session's first credential too")
+  or diag($a->safe_psql('postgres', 'SELECT name, state, znode FROM zk_locks'));
+is($b->safe_psql('postgres', "SELECT zk_lock_try('held') AND zk_lock_release('held')"), 't',
+	'B takes held after the release');
+
+$s->quit;
+done_testing();
