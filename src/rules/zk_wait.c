@@ -143,12 +143,38 @@ zkl_zk_dropped_silently(const zkl_zk_watched *watched, unsigned int handle,
  * new handle, or a socket named last time, is asked at once.
  */
 bool
-zkl_zk_ask_now(const zkl_zk_watched *watched, unsigned int handle,
+zkl_zk_ask_now(const zkl_zk_asked *asked, unsigned int handle,
 			   long ms_since_asked, long asked_timeout_ms)
 {
-	if (watched->handle != handle || watched->fd >= 0)
+	if (asked->handle != handle || asked->fd >= 0)
 		return true;
 	return asked_timeout_ms < 0 || ms_since_asked >= asked_timeout_ms;
+}
+
+/*
+ * How long a reattachment after a dropped connection waits before it
+ * connects, in ms: none for the first, nor after a connection that lasted
+ * a third of the session's timeout; after a quicker one, twice the last
+ * wait, from ZKL_ZK_REATTACH_FIRST_MS up to a sixth of the timeout.  A
+ * server that resets every connection after its handshake then costs a
+ * full redo of the watches and a log line less and less often, while the
+ * session is still reached well before it is given up (at two thirds of
+ * the timeout after the last proof, which a drop leaves at most a sixth
+ * old).  last_wait_ms is -1 before the first; ms_since_connect counts from
+ * when the last one was let connect.
+ */
+long
+zkl_zk_reattach_wait_ms(long last_wait_ms, long ms_since_connect, int timeout_ms)
+{
+	long		cap = timeout_ms / 6;
+	long		wait;
+
+	if (last_wait_ms < 0 || ms_since_connect >= timeout_ms / 3)
+		return 0;
+	wait = last_wait_ms * 2;
+	if (wait < ZKL_ZK_REATTACH_FIRST_MS)
+		wait = ZKL_ZK_REATTACH_FIRST_MS;
+	return wait < cap ? wait : cap;
 }
 
 /*

@@ -34,17 +34,26 @@ typedef struct zkl_zk_interest
 
 /*
  * The socket the loop's wait set watches, as it was added.  Handle numbers
- * start at 1 (session.c): a zkl_zk_watched that has seen no handle has 0
- * in both, which no handle matches.
+ * start at 1 (session.c): a zkl_zk_watched that has watched no socket has
+ * 0 for its handle, which no handle matches.
  */
 typedef struct zkl_zk_watched
 {
-	unsigned int handle;		/* the handle's number (session.c) */
 	unsigned int socket_handle; /* the last handle a socket was watched of */
 	int			fd;				/* -1: none */
 	bool		connected;		/* the handle was connected when it was added */
 	bool		want_write;		/* ... and writing was watched for */
 } zkl_zk_watched;
+
+/*
+ * What the library was last asked of (zookeeper_interest): the handle's
+ * number, 0 before any, and the socket it named, -1 for none.
+ */
+typedef struct zkl_zk_asked
+{
+	unsigned int handle;
+	int			fd;
+} zkl_zk_asked;
 
 typedef enum zkl_zk_wait_change
 {
@@ -70,6 +79,9 @@ typedef enum zkl_zk_wait_change
 /* The answers the loop reads off the socket in one pass, at most. */
 #define ZKL_ZK_MAX_READS		256
 
+/* The first wait of a reattachment that follows a quick one (ms). */
+#define ZKL_ZK_REATTACH_FIRST_MS	1000
+
 extern int	zkl_zk_socket(const zkl_zk_interest *in);
 extern zkl_zk_wait_change zkl_zk_wait_change_for(const zkl_zk_interest *in,
 												 const zkl_zk_watched *watched);
@@ -79,8 +91,9 @@ extern int	zkl_zk_events_of(bool in, bool out, bool broken, bool want_write);
 extern bool zkl_zk_poke_after_error(const zkl_zk_interest *in);
 extern bool zkl_zk_dropped_silently(const zkl_zk_watched *watched, unsigned int handle,
 									bool not_connected_state);
-extern bool zkl_zk_ask_now(const zkl_zk_watched *watched, unsigned int handle,
+extern bool zkl_zk_ask_now(const zkl_zk_asked *asked, unsigned int handle,
 						   long ms_since_asked, long asked_timeout_ms);
+extern long zkl_zk_reattach_wait_ms(long last_wait_ms, long ms_since_connect, int timeout_ms);
 extern bool zkl_zk_read_again(bool readable, int rc, int reads);
 
 #endif							/* ZKLOCK_ZK_WAIT_H */

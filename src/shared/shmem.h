@@ -64,6 +64,12 @@ typedef enum zkl_slot_op
  */
 #define ZKL_SERVER_LEN		128
 
+/*
+ * The credentials given to the session (worker/session_auth.c): each
+ * zklock.auth value, NUL-terminated, and an empty string after the last.
+ */
+#define ZKL_SESSION_AUTHS_LEN	1024
+
 /* What the worker has established for a slot. */
 typedef enum zkl_slot_state
 {
@@ -259,6 +265,9 @@ typedef struct zkl_shared_state
 	zkl_session_state session_state;
 	int64		session_id;
 	char		session_passwd[ZKL_SESSION_PASSWD_LEN];
+	int64		auths_session;	/* the session auths were given to; 0: a
+								 * new one, not yet connected */
+	char		auths[ZKL_SESSION_AUTHS_LEN];	/* worker only */
 	int			negotiated_timeout; /* ms */
 	char		server[ZKL_SERVER_LEN];
 	TimestampTz connected_since;

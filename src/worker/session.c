@@ -11,7 +11,6 @@
  */
 #include "postgres.h"
 
-#include "nodes/pg_list.h"
 #include "pgstat.h"
 #include "storage/fd.h"
 #include "utils/guc.h"
@@ -21,9 +20,11 @@
 #include "pg_compat.h"
 #include "rules/clock.h"
 #include "rules/heartbeat.h"
+#include "rules/zk_wait.h"
 #include "settings.h"
 #include "shared/shmem.h"
 #include "worker/session.h"
+#include "worker/session_auth.h"
 #include "worker/session_file.h"
 #include "worker/slot_recovery.h"
 #include "worker/zk_events.h"
@@ -34,18 +35,8 @@ StaticAssertDecl(sizeof(((clientid_t *) 0)->passwd) == ZKL_SESSION_PASSWD_LEN,
 
 char	   *zkl_current_hosts = NULL;
 
-/*
- * Every zklock.auth given to the session in use, oldest first
- * (TopMemoryContext): a handle that reattaches to it after a dropped
- * connection gives them all again, as the library did on each of its own
- * reconnections, so nodes made under an earlier setting stay ours.
- */
-static List *zkl_session_auths = NIL;
 
 static int	zkl_backoff_ms = 0;
-
-/* The least time between two reattaches after a dropped connection. */
-#define ZKL_REATTACH_INTERVAL_MS	1000
 
 int64		zkl_next_connect = 0;	/* zkl_now() */
 
@@ -126,13 +117,17 @@ zkl_close_session(void)
  * the session's end: zk_events.c), and the next pass opens a handle on the
  * same session.  That handle has none of the old one's watches: the slots
  * set theirs again (zkl_rewatch_all).  No close request leaves: the
- * library sends none on a handle that is not connected.
+ * library sends none on a handle that is not connected.  Returns when the
+ * new handle may connect (zkl_now(); 0: at once): a reattachment soon
+ * after another waits (zk_wait.c).
  */
-void
+int64
 zkl_reattach_after_drop(void)
 {
-	static int64 last_reattach = 0;
+	static long last_wait_ms = -1;
+	static int64 last_connect_at = 0;
 	int64		now = zkl_now();
+	long		wait_ms;
 
 	ereport(LOG,
 			(errmsg("the ZooKeeper client library dropped the connection to %s when a send failed; reattaching to session 0x%llx",
@@ -143,13 +138,15 @@ zkl_reattach_after_drop(void)
 	zkl_events_closing_to_reattach(false);
 
 	/*
-	 * At once, but at most one a second: a server that resets every
-	 * connection after its handshake must not make a loop of full redos and
-	 * log lines.
+	 * The handle is opened at once, so that the requests of the passes
+	 * between go to its queue; only its connection may wait.
 	 */
-	zkl_next_connect = last_reattach == 0 ? 0 :
-		zkl_after_ms(last_reattach, ZKL_REATTACH_INTERVAL_MS);
-	last_reattach = now;
+	zkl_next_connect = 0;
+	wait_ms = zkl_zk_reattach_wait_ms(last_wait_ms, zkl_ms_left(now, last_connect_at),
+									  zkl_shared->negotiated_timeout);
+	last_wait_ms = wait_ms;
+	last_connect_at = zkl_after_ms(now, wait_ms);
+	return wait_ms == 0 ? 0 : last_connect_at;
 }
 
 static void
@@ -157,55 +154,6 @@ zkl_schedule_reconnect(void)
 {
 	zkl_backoff_ms = zkl_backoff_ms == 0 ? 100 : Min(zkl_backoff_ms * 2, 10000);
 	zkl_next_connect = zkl_after_ms(zkl_now(), zkl_backoff_ms);
-}
-
-/*
- * Give the session zklock.auth's credentials unless it has them already.
- * ZooKeeper keeps every credential a session was given, and the library
- * gives them again on each reconnection; a reload that sets new
- * credentials adds them to the session in use, before any create that
- * follows, so the creator-only ACL of new nodes names them.
- */
-void
-zkl_give_auth(void)
-{
-	ListCell   *lc;
-	MemoryContext old;
-
-	if (zkl_auth == NULL || zkl_auth[0] == '\0')
-		return;
-	foreach(lc, zkl_session_auths)
-	{
-		if (strcmp((char *) lfirst(lc), zkl_auth) == 0)
-			return;
-	}
-	zoo_add_auth(zkl_zh, "digest", zkl_auth, strlen(zkl_auth), NULL, NULL);
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	zkl_session_auths = lappend(zkl_session_auths, pstrdup(zkl_auth));
-	MemoryContextSwitchTo(old);
-}
-
-/*
- * A new handle's credentials: on the session it reattaches to, every one
- * that session was given; for another session, only zklock.auth's.
- */
-static void
-zkl_give_handle_auth(bool same_session)
-{
-	ListCell   *lc;
-
-	if (!same_session)
-	{
-		list_free_deep(zkl_session_auths);
-		zkl_session_auths = NIL;
-	}
-	foreach(lc, zkl_session_auths)
-	{
-		const char *auth = lfirst(lc);
-
-		zoo_add_auth(zkl_zh, "digest", auth, strlen(auth), NULL, NULL);
-	}
-	zkl_give_auth();
 }
 
 /*
@@ -271,7 +219,7 @@ zkl_open_session(void)
 	 */
 	zoo_set_servers_resolution_delay(zkl_zh, -1);
 
-	zkl_give_handle_auth(reattach && !zkl_closing_previous);
+	zkl_auth_new_handle(zkl_zh, reattach ? cid.client_id : 0);
 
 	if (zkl_closing_previous && zkl_closing_given_up)
 		ereport(LOG,
@@ -421,6 +369,7 @@ zkl_handle_session_event(int state, uint32 handle)
 		zkl_set_session_state(ZKL_SESSION_CONNECTED);
 		if (zkl_shared->session_id != old_id)
 			zkl_session_file_save(zkl_shared->session_id, zkl_shared->session_passwd);
+		zkl_auth_session_known(zkl_shared->session_id);
 		zkl_backoff_ms = 0;
 		ereport(LOG,
 				(errmsg("connected to ZooKeeper server %s, session 0x%llx, timeout %d ms",

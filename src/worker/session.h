@@ -27,8 +27,7 @@ extern TimestampTz zkl_heartbeat_sent_wall;
 
 extern uint32 zkl_handle_number;
 extern void zkl_close_session(void);
-extern void zkl_reattach_after_drop(void);
-extern void zkl_give_auth(void);
+extern int64 zkl_reattach_after_drop(void);
 extern void zkl_open_session(void);
 extern void zkl_handle_session_event(int state, uint32 handle);
 extern void zkl_session_restart(void);

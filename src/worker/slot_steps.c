@@ -157,14 +157,16 @@ zkl_check_sent(int slotno, int rc)
 /*
  * Whether a request the library refused at once (it never left) is worth
  * sending again: the session is ending (its end restarts every slot's
- * work) or the connection is down.  Anything else (bad arguments, no
- * memory for the request) would be refused again.
+ * work), the connection is down, or there was no handle to send it on (the
+ * library's "bad arguments" for a handle that could not be made).
+ * Anything else (bad arguments, no memory for the request) would be
+ * refused again.
  */
 static bool
 zkl_refusal_passes(int rc)
 {
 	return rc == ZINVALIDSTATE || rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
-		rc == ZCLOSING || rc == ZSESSIONEXPIRED;
+		rc == ZCLOSING || rc == ZSESSIONEXPIRED || zkl_zh == NULL;
 }
 
 bool
@@ -481,16 +483,22 @@ void
 zkl_watch_own_node(int slotno, zkl_slot *slot)
 {
 	char	   *path;
+	int			rc;
 
 	if (zkl_works[slotno].own_watch_gen == zkl_works[slotno].opgen)
 		return;
-	zkl_works[slotno].own_watch_gen = zkl_works[slotno].opgen;
 	path = zkl_child_path(slot, slot->node);
 
-	/* getData, so that a holder reads a revocation request with the watch. */
-	zkl_check_sent(slotno, zoo_awget(zkl_zh, path, zkl_node_watcher,
-									 (void *) zkl_ctx(ZKL_EV_OWN_WATCH, slotno),
-									 zkl_data_done, zkl_ctx(ZKL_EV_OWN_EXISTS, slotno)));
+	/*
+	 * getData, so that a holder reads a revocation request with the watch.
+	 * A watch the library refused is not set: the retry sends it again.
+	 */
+	rc = zoo_awget(zkl_zh, path, zkl_node_watcher,
+				   (void *) zkl_ctx(ZKL_EV_OWN_WATCH, slotno),
+				   zkl_data_done, zkl_ctx(ZKL_EV_OWN_EXISTS, slotno));
+	if (rc == ZOK)
+		zkl_works[slotno].own_watch_gen = zkl_works[slotno].opgen;
+	zkl_check_sent(slotno, rc);
 	pfree(path);
 }
 

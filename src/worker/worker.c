@@ -36,6 +36,7 @@
 #include "worker/dispatch.h"
 #include "worker/lock_recipe.h"
 #include "worker/session.h"
+#include "worker/session_auth.h"
 #include "worker/session_file.h"
 #include "worker/slot_recovery.h"
 #include "worker/slot_steps.h"
@@ -467,8 +468,7 @@ zkl_handle_interrupts(void)
 								zkl_hosts)));
 			proc_exit(1);
 		}
-		if (zkl_zh)
-			zkl_give_auth();
+		zkl_give_auth(zkl_zh);
 	}
 }
 
@@ -509,7 +509,14 @@ zkl_worker_exit_session(void)
 	}
 	ereport(LOG, (errmsg("shutting down; closing the ZooKeeper session")));
 	zkl_close_session();
-	zkl_session_file_remove();
+
+	/*
+	 * While a previous incarnation's session is still to be closed (its
+	 * handle never connected: a connected one is closed at once), the file
+	 * that names it stays for the next start.
+	 */
+	if (!zkl_closing_previous)
+		zkl_session_file_remove();
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	zkl_shared->session_id = 0;
 	zkl_shared->session_state = ZKL_SESSION_STARTING;
@@ -623,6 +630,8 @@ zkl_worker_main(Datum arg)
 		zkl_io_process();
 		if (zkl_zh == NULL && zkl_now() >= zkl_next_connect)
 			zkl_open_session();
+		/* One the library refused between two connections (session_auth.c). */
+		zkl_give_auth(zkl_zh);
 		/* The writes ready in this pass go together (write_batch.c). */
 		zkl_batch_begin();
 		zkl_drain_events();
@@ -642,7 +651,7 @@ zkl_worker_main(Datum arg)
 		 */
 		if (zkl_io_dropped())
 		{
-			zkl_reattach_after_drop();
+			zkl_io_connect_not_before(zkl_reattach_after_drop());
 			zkl_rewatch_all();
 		}
 

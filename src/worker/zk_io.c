@@ -43,11 +43,18 @@
 #define ZKL_IO_WAIT_EVENTS	3
 
 static WaitEventSet *zkl_io_set = NULL;
-static zkl_zk_watched zkl_io_watched = {0, 0, -1, false, false};
+static zkl_zk_watched zkl_io_watched = {0, -1, false, false};
 
-/* When the library was last asked (zkl_now()), and the time it named. */
+/*
+ * What the library was last asked of, when (zkl_now()), and the time it
+ * named.
+ */
+static zkl_zk_asked zkl_io_asked = {0, -1};
 static int64 zkl_io_asked_at = 0;
 static long zkl_io_asked_timeout_ms = -1;
+
+/* A handle is not let connect before this (zkl_now(); 0: no such time). */
+static int64 zkl_io_not_before = 0;
 static int	zkl_io_socket_pos = -1;
 
 /* What the library may try after the last sleep: ZKL_ZK_READ, ZKL_ZK_WRITE. */
@@ -77,6 +84,8 @@ zkl_io_interest(zkl_zk_interest *in)
 
 	in->rc = zookeeper_interest(zkl_zh, &fd, &interest, &tv);
 	zkl_io_asked_at = zkl_now();
+	zkl_io_asked.handle = zkl_handle_number;
+	zkl_io_asked.fd = fd;
 	in->fd = fd;
 	in->want_write = (interest & ZOOKEEPER_WRITE) != 0;
 	in->connected = zoo_state(zkl_zh) == ZOO_CONNECTED_STATE;
@@ -87,17 +96,29 @@ zkl_io_interest(zkl_zk_interest *in)
 }
 
 /*
- * The library between two attempts at connecting, not asked again before
- * the delay it named: what it said then, with the time left.
+ * The library not asked now: between two attempts at connecting, before
+ * the delay it named, or a handle not let connect yet.  No socket, and the
+ * time left.
  */
 static void
-zkl_io_not_asked(zkl_zk_interest *in, long ms_since_asked)
+zkl_io_not_asked(zkl_zk_interest *in, long ms_left)
 {
 	in->rc = 0;
 	in->fd = -1;
 	in->want_write = false;
 	in->connected = false;
-	in->timeout_ms = Max(zkl_io_asked_timeout_ms - ms_since_asked, 0);
+	in->timeout_ms = Max(ms_left, 0);
+}
+
+/*
+ * Let the handle in use, and any later one, connect only from at on: a
+ * reattachment after a quick one (session.c) waits.  Requests made
+ * meanwhile wait in the handle's queue.
+ */
+void
+zkl_io_connect_not_before(int64 at)
+{
+	zkl_io_not_before = at;
 }
 
 /*
@@ -118,7 +139,6 @@ zkl_io_build(const zkl_zk_interest *in)
 	if (fd >= 0)
 		zkl_io_socket_pos = AddWaitEventToSet(zkl_io_set, zkl_io_socket_events(in->want_write),
 											  fd, NULL, NULL);
-	zkl_io_watched.handle = zkl_handle_number;
 	if (fd >= 0)
 		zkl_io_watched.socket_handle = zkl_handle_number;
 	zkl_io_watched.fd = fd;
@@ -176,10 +196,13 @@ zkl_io_wait(long timeout_ms, uint32 wait_event_info)
 
 	if (zkl_zh != NULL)
 	{
-		long		since = zkl_ms_left(zkl_now(), zkl_io_asked_at);
+		int64		now = zkl_now();
+		long		since = zkl_ms_left(now, zkl_io_asked_at);
 
-		if (!zkl_zk_ask_now(&zkl_io_watched, zkl_handle_number, since, zkl_io_asked_timeout_ms))
-			zkl_io_not_asked(&in, since);
+		if (now < zkl_io_not_before)
+			zkl_io_not_asked(&in, zkl_ms_left(zkl_io_not_before, now));
+		else if (!zkl_zk_ask_now(&zkl_io_asked, zkl_handle_number, since, zkl_io_asked_timeout_ms))
+			zkl_io_not_asked(&in, zkl_io_asked_timeout_ms - since);
 		else
 		{
 			zkl_io_interest(&in);

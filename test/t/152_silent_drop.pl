@@ -21,7 +21,10 @@
 #  - cluster B cannot take "held";
 #  - the release of "held" deletes its node: the reattached handle was
 #    given alice:one again, not only the current bob:two (without it the
-#    delete is refused and the node stays, stranded).
+#    delete is refused and the node stays, stranded);
+#  - the same for "kept", made under alice:one too and released after the
+#    worker alone was terminated: the next worker, which reattaches to
+#    the session, finds both credentials in shared memory.
 use strict;
 use warnings FATAL => 'all';
 
@@ -56,6 +59,8 @@ my $s_pid = $s->query_safe('SELECT pg_backend_pid()');
 is($s->query_safe("SELECT zk_lock_acquire('held', '10s') > 0"), 't', 'A holds held');
 my $node = held_znode($a, $s_pid, 'held');
 ok($node ne '' && defined zk_stat($zk, $node), "held's node is in ZooKeeper ($node)");
+is($s->query_safe("SELECT zk_lock_acquire('kept', '10s') > 0"), 't', 'A holds kept');
+my $kept = held_znode($a, $s_pid, 'kept');
 
 # A second credential for the session; new nodes are made under both.
 $a->append_conf('postgresql.conf', "zklock.auth = 'bob:two'\n");
@@ -100,6 +105,22 @@ ok(wait_until(sub { !defined zk_stat($zk, $node) }, 15, "held's node to go"),
   or diag($a->safe_psql('postgres', 'SELECT name, state, znode FROM zk_locks'));
 is($b->safe_psql('postgres', "SELECT zk_lock_try('held') AND zk_lock_release('held')"), 't',
 	'B takes held after the release');
+
+# The worker alone is terminated: the next one reattaches to the session.
+my $old_worker = worker_pid($a);
+$a->safe_psql('postgres', "SELECT pg_terminate_backend($old_worker)");
+ok( wait_until(
+		sub {
+			my $w = worker_pid($a);
+			$w && $w != $old_worker && zk_status_of($a)->{state} eq 'connected';
+		},
+		30, 'the next worker to connect'),
+	'the next worker is connected');
+is(zk_status_of($a)->{session_id}, $before->{session_id}, '... on the same session');
+is($s->query_safe("SELECT zk_lock_release('kept')"), 't', 'A releases kept');
+ok(wait_until(sub { !defined zk_stat($zk, $kept) }, 15, "kept's node to go"),
+	"kept's node is deleted: the next worker gave the session's first credential too")
+  or diag($a->safe_psql('postgres', 'SELECT name, state, znode FROM zk_locks'));
 
 $s->quit;
 done_testing();

@@ -24,9 +24,9 @@ answer(int rc, int fd, bool want_write, bool connected, long timeout_ms)
 static void
 test_wait_set(void)
 {
-	zkl_zk_watched none = {1, 0, -1, false, false};
-	zkl_zk_watched connecting7 = {1, 1, 7, false, true};
-	zkl_zk_watched connected7 = {1, 1, 7, true, false};
+	zkl_zk_watched none = {0, -1, false, false};
+	zkl_zk_watched connecting7 = {1, 7, false, true};
+	zkl_zk_watched connected7 = {1, 7, true, false};
 	zkl_zk_interest in;
 
 	in = answer(0, 7, true, false, 3333);
@@ -92,9 +92,9 @@ test_sleep(void)
 static void
 test_look_again(void)
 {
-	zkl_zk_watched connected = {1, 1, 7, true, false};
-	zkl_zk_watched connecting = {1, 1, 7, false, true};
-	zkl_zk_watched none = {1, 0, -1, false, false};
+	zkl_zk_watched connected = {1, 7, true, false};
+	zkl_zk_watched connecting = {1, 7, false, true};
+	zkl_zk_watched none = {0, -1, false, false};
 
 	check(!zkl_zk_look_again(&connected, ZKL_ZK_READ, true),
 		  "the sleep reported the socket: no second look");
@@ -120,11 +120,13 @@ static void
 test_errors(void)
 {
 	zkl_zk_interest in;
-	zkl_zk_watched connected = {4, 4, 7, true, false};
-	zkl_zk_watched connecting = {4, 4, 7, false, true};
-	zkl_zk_watched fresh = {5, 4, -1, false, false};
-	zkl_zk_watched between = {4, 4, -1, false, false};
-	zkl_zk_watched none = {0, 0, -1, false, false};
+	zkl_zk_watched connected = {4, 7, true, false};
+	zkl_zk_watched connecting = {4, 7, false, true};
+	zkl_zk_watched fresh = {4, -1, false, false};
+	zkl_zk_watched none = {0, -1, false, false};
+	zkl_zk_asked asked_socket = {4, 7};
+	zkl_zk_asked asked_between = {4, -1};
+	zkl_zk_asked asked_never = {0, -1};
 
 	in = answer(ZK_ERR, 7, false, true, 3333);
 	check(zkl_zk_poke_after_error(&in),
@@ -147,12 +149,29 @@ test_errors(void)
 	check(!zkl_zk_dropped_silently(&none, 1, true),
 		  "the first handle, \"not connected\" as it is made, before any socket: nothing dropped");
 
-	check(zkl_zk_ask_now(&connected, 4, 0, 3333), "a socket named last time: asked at once");
-	check(zkl_zk_ask_now(&between, 5, 0, 166), "a new handle: asked at once");
-	check(!zkl_zk_ask_now(&between, 4, 20, 166),
+	check(zkl_zk_ask_now(&asked_socket, 4, 0, 3333), "a socket named last time: asked at once");
+	check(zkl_zk_ask_now(&asked_between, 5, 0, 166),
+		  "a new handle: asked at once, whatever the last one named (its wait set may have been built with no handle)");
+	check(zkl_zk_ask_now(&asked_never, 1, 0, 3333), "the first handle: asked at once");
+	check(!zkl_zk_ask_now(&asked_between, 4, 20, 166),
 		  "no socket, the library's delay not over: not asked (a wake would connect at once)");
-	check(zkl_zk_ask_now(&between, 4, 166, 166), "the delay over: asked");
-	check(zkl_zk_ask_now(&between, 4, 0, -1), "no delay named: asked");
+	check(zkl_zk_ask_now(&asked_between, 4, 166, 166), "the delay over: asked");
+	check(zkl_zk_ask_now(&asked_between, 4, 0, -1), "no delay named: asked");
+}
+
+static void
+test_reattach_wait(void)
+{
+	check(zkl_zk_reattach_wait_ms(-1, 0, 10000) == 0, "the first reattachment: at once");
+	check(zkl_zk_reattach_wait_ms(0, 200, 10000) == 1000,
+		  "one after a connection of 200 ms: a second");
+	check(zkl_zk_reattach_wait_ms(1000, 500, 10000) == 1666,
+		  "the next quick one: twice the last, up to a sixth of the timeout");
+	check(zkl_zk_reattach_wait_ms(1666, 100, 10000) == 1666, "... and no more");
+	check(zkl_zk_reattach_wait_ms(1666, 3333, 10000) == 0,
+		  "after a connection that lasted a third of the timeout: at once again");
+	check(zkl_zk_reattach_wait_ms(0, 100, 3000) == 500,
+		  "a short timeout: a sixth of it, below the first second");
 }
 
 static void
@@ -174,6 +193,7 @@ main(void)
 	test_sleep();
 	test_look_again();
 	test_errors();
+	test_reattach_wait();
 	test_reads();
 	return tap_done();
 }
