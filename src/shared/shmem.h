@@ -265,8 +265,8 @@ typedef struct zkl_shared_state
 	zkl_session_state session_state;
 	int64		session_id;
 	char		session_passwd[ZKL_SESSION_PASSWD_LEN];
-	int64		auths_session;	/* the session auths were given to; 0: a
-								 * new one, not yet connected */
+	int64		auths_session;	/* the session auths were given to; 0: a new
+								 * one, not yet connected */
 	char		auths[ZKL_SESSION_AUTHS_LEN];	/* worker only */
 	int			negotiated_timeout; /* ms */
 	char		server[ZKL_SERVER_LEN];

@@ -490,8 +490,8 @@ zkl_watch_own_node(int slotno, zkl_slot *slot)
 	path = zkl_child_path(slot, slot->node);
 
 	/*
-	 * getData, so that a holder reads a revocation request with the watch.
-	 * A watch the library refused is not set: the retry sends it again.
+	 * getData, so that a holder reads a revocation request with the watch. A
+	 * watch the library refused is not set: the retry sends it again.
 	 */
 	rc = zoo_awget(zkl_zh, path, zkl_node_watcher,
 				   (void *) zkl_ctx(ZKL_EV_OWN_WATCH, slotno),

@@ -651,7 +651,10 @@ zkl_worker_main(Datum arg)
 		 */
 		if (zkl_io_dropped())
 		{
-			zkl_io_connect_not_before(zkl_reattach_after_drop());
+			int64		not_before = zkl_reattach_after_drop();
+
+			/* The next handle takes the number the close moved to. */
+			zkl_io_connect_not_before(zkl_handle_number, not_before);
 			zkl_rewatch_all();
 		}
 

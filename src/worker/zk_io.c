@@ -53,8 +53,13 @@ static zkl_zk_asked zkl_io_asked = {0, -1};
 static int64 zkl_io_asked_at = 0;
 static long zkl_io_asked_timeout_ms = -1;
 
-/* A handle is not let connect before this (zkl_now(); 0: no such time). */
+/*
+ * Handle number zkl_io_not_before_handle is not let connect before
+ * zkl_io_not_before (zkl_now(); 0: no such time).  Any other handle (one
+ * that closes a given-up session, the next session's) connects at once.
+ */
 static int64 zkl_io_not_before = 0;
+static uint32 zkl_io_not_before_handle = 0;
 static int	zkl_io_socket_pos = -1;
 
 /* What the library may try after the last sleep: ZKL_ZK_READ, ZKL_ZK_WRITE. */
@@ -111,13 +116,14 @@ zkl_io_not_asked(zkl_zk_interest *in, long ms_left)
 }
 
 /*
- * Let the handle in use, and any later one, connect only from at on: a
- * reattachment after a quick one (session.c) waits.  Requests made
- * meanwhile wait in the handle's queue.
+ * Let handle number handle connect only from at on: a reattachment after
+ * a quick one (session.c) waits.  Requests made meanwhile wait in the
+ * handle's queue.
  */
 void
-zkl_io_connect_not_before(int64 at)
+zkl_io_connect_not_before(uint32 handle, int64 at)
 {
+	zkl_io_not_before_handle = handle;
 	zkl_io_not_before = at;
 }
 
@@ -199,7 +205,7 @@ zkl_io_wait(long timeout_ms, uint32 wait_event_info)
 		int64		now = zkl_now();
 		long		since = zkl_ms_left(now, zkl_io_asked_at);
 
-		if (now < zkl_io_not_before)
+		if (zkl_handle_number == zkl_io_not_before_handle && now < zkl_io_not_before)
 			zkl_io_not_asked(&in, zkl_ms_left(zkl_io_not_before, now));
 		else if (!zkl_zk_ask_now(&zkl_io_asked, zkl_handle_number, since, zkl_io_asked_timeout_ms))
 			zkl_io_not_asked(&in, zkl_io_asked_timeout_ms - since);

@@ -11,7 +11,7 @@
 #define ZKLOCK_ZK_IO_H
 
 extern bool zkl_io_dropped(void);
-extern void zkl_io_connect_not_before(int64 at);
+extern void zkl_io_connect_not_before(uint32 handle, int64 at);
 extern void zkl_io_wait(long timeout_ms, uint32 wait_event_info);
 extern void zkl_io_process(void);
 

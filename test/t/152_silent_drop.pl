@@ -5,7 +5,8 @@
 # connection during the worker's pass), the single-threaded library closes
 # its socket and says nothing: no session event, no completion.  Cluster A
 # runs with test/tools/send_fault.c preloaded, which fails the worker's
-# next send to ZooKeeper on demand, as a reset does.  A holds "held" in a
+# next send to ZooKeeper on demand, as a reset does (a session of 30 s, so
+# that a second drop comes within a third of it).  A holds "held" in a
 # backend, made under zklock.auth alice:one; zklock.auth is then reloaded
 # to bob:two, so the session has two credentials and "held"'s directory
 # answers only to the first.  The fault is armed and another backend
@@ -19,6 +20,10 @@
 #  - "second" is granted, with exactly one node in its directory (the
 #    lost create was not sent twice);
 #  - cluster B cannot take "held";
+#  - a second drop right after the reconnection (its reattachment waits a
+#    while before it connects): an acquire made across it is granted (the
+#    requests of the passes between wait in the new handle's queue; they
+#    are not refused for want of a handle), and the session is the same;
 #  - the release of "held" deletes its node: the reattached handle was
 #    given alice:one again, not only the current bob:two (without it the
 #    delete is refused and the node stays, stranded);
@@ -47,7 +52,8 @@ my $a;
 	local $ENV{LD_PRELOAD} = $shim;
 	local $ENV{ZKL_SEND_FAULT_FILE} = $armed;
 	local $ENV{ZKL_SEND_FAULT_PORT} = $zk->{ports}[0];
-	$a = zklock_node('a', $zk, root => '/sd', conf => "zklock.auth = 'alice:one'");
+	$a = zklock_node('a', $zk, root => '/sd', session_timeout => '30s',
+		conf => "zklock.auth = 'alice:one'");
 }
 my $b = zklock_node('b', $zk, root => '/sd', conf => "zklock.auth = 'alice:one'");
 
@@ -97,6 +103,29 @@ is($a->safe_psql('postgres', "SELECT state FROM zk_locks WHERE pid = $s_pid AND 
 is(held_znode($a, $s_pid, 'held'), $node, '... by the same node');
 ok(defined zk_stat($zk, $node), '... which is still in ZooKeeper');
 is($b->safe_psql('postgres', "SELECT zk_lock_try('held')"), 'f', 'B cannot take held');
+
+# A second drop, soon after the first: its reattachment waits.
+$log_from = -s $a->logfile;
+open($fh, '>', $armed) or die "could not arm the fault: $!";
+close($fh);
+my $s3 = bg_session($a);
+$s3->query_safe('\set VERBOSITY verbose');
+my ($third, $third_failed) = $s3->query("SELECT zk_lock_acquire('third', '20s') > 0");
+is($third_failed ? sqlstate_of($s3->{stderr}) : $third, 't',
+	'an acquire made across a second, quick drop is granted')
+  or diag($s3->{stderr});
+ok(!-e $armed, '... the second fault was used');
+ok( wait_until(
+		sub { slurp_file($a->logfile, $log_from) =~ /dropped the connection to .* reattaching to session \Q$id\E/ },
+		20, 'the second drop to be logged'),
+	'the second drop is logged, on the same session');
+unlike(slurp_file($a->logfile, $log_from), qr/refused a request/,
+	'no request was refused for want of a handle');
+ok(wait_until(sub { zk_status_of($a)->{state} eq 'connected' }, 30, 'A connected again'),
+	'A is connected again after the second drop');
+is(zk_status_of($a)->{session_id}, $before->{session_id}, '... on the same session');
+is($s3->query_safe("SELECT zk_lock_release('third')"), 't', 'third is released');
+$s3->quit;
 
 # The release needs DELETE on held's directory, which only alice:one has.
 is($s->query_safe("SELECT zk_lock_release('held')"), 't', 'A releases held');
