@@ -73,12 +73,17 @@ sub holder
 	return $s;
 }
 
+my $start_waits = 0;
+
 sub start_wait
 {
 	my ($s, $node, $lock, $shared) = @_;
 	my $fn = $shared ? 'zk_lock_acquire_xact_shared' : 'zk_lock_acquire_xact';
 	$s->{stderr} = '';
-	my $sql = "SELECT $fn('$lock') > 0 AS granted;";
+	# A mark of this call, so that the statement's text in pg_stat_activity
+	# is never an earlier acquire's of the same lock in the same session.
+	$start_waits++;
+	my $sql = "SELECT $fn('$lock') > 0 AS granted /* start_wait $start_waits */;";
 	$s->query_until(qr/started/, "\\echo started\n$sql\n\\echo done\n");
 	(my $quoted = $sql) =~ s/'/''/g;
 	wait_until(sub {
