@@ -38,9 +38,11 @@ use lib "$FindBin::RealBin/../lib";
 use ZklockTest;
 use Test::More;
 use PostgreSQL::Test::Utils;
+use File::Spec;
 
 my $zk = zk_start(1);
-my $dir = PostgreSQL::Test::Utils::tempdir('send_fault');
+# Absolute: the server's processes run in their data directories.
+my $dir = File::Spec->rel2abs(PostgreSQL::Test::Utils::tempdir('send_fault'));
 my $shim = "$dir/send_fault.so";
 my $src = "$FindBin::RealBin/../tools/send_fault.c";
 system('cc', '-shared', '-fPIC', '-O2', '-Wall', '-o', $shim, $src, '-ldl') == 0
