@@ -124,8 +124,7 @@ void
 zkl_auth_session_known(int64 session_id)
 {
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	if (zkl_shared->auths_session != session_id)
-		zkl_shared->auths_session = session_id;
+	zkl_shared->auths_session = session_id;
 	LWLockRelease(zkl_shared->lock);
 }
 
