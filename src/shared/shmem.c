@@ -179,6 +179,15 @@ zkl_wake_worker(void)
 		SetLatch(&ProcGlobal->allProcs[procno].procLatch);
 }
 
+/*
+ * The worker wakes a slot's backend once it has released zkl_shared->lock:
+ * the backend takes that lock first thing, and woken while the worker held
+ * it, it would sleep again on the lock at once (one more switch each way on
+ * every answer).  Only the worker frees a slot, so its procno still names
+ * the backend; a latch set for nothing is harmless.  The one exception is
+ * rare: a change of the session's state wakes every waiting backend while
+ * it walks the used slots, under the lock (session.c).
+ */
 void
 zkl_wake_backend(zkl_slot *slot)
 {

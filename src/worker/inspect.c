@@ -211,10 +211,11 @@ zkl_revoke_written(int slotno, zkl_slot *slot, int rc)
 	{
 		slot->zk_rc = rc;
 		slot->state = ZKL_SLOT_HELD;	/* the answer is ready */
-		zkl_wake_backend(slot);
 	}
 	LWLockRelease(zkl_shared->lock);
-	if (!wanted)
+	if (wanted)
+		zkl_wake_backend(slot);
+	else
 		zkl_free_slot(slotno);
 }
 
@@ -557,12 +558,11 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	wanted = slot->wanted;
 	if (wanted)
-	{
 		slot->state = ZKL_SLOT_HELD;	/* for a read: the reply is ready */
-		zkl_wake_backend(slot);
-	}
 	LWLockRelease(zkl_shared->lock);
-	if (!wanted)
+	if (wanted)
+		zkl_wake_backend(slot);
+	else
 		zkl_free_slot(slotno);
 }
 

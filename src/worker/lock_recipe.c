@@ -880,11 +880,10 @@ zkl_strand(int slotno, zkl_slot *slot)
 	kept = slot->state == ZKL_SLOT_RELEASING || slot->state == ZKL_SLOT_BUSY ||
 		(slot->state == ZKL_SLOT_LOST && slot->stranded);
 	if (kept)
-	{
 		slot->stranded = true;
-		zkl_wake_backend(slot);
-	}
 	LWLockRelease(zkl_shared->lock);
+	if (kept)
+		zkl_wake_backend(slot);
 	if (taken)
 	{
 		/* Given up by its backend meanwhile: RELEASING, kept as such. */
@@ -952,6 +951,7 @@ zkl_on_deleted(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 	zkl_work   *work = &zkl_works[slotno];
 	int			fail_rc = work->fail_rc;
 	bool		released;
+	bool		delete_unsure;
 	bool		taken;
 
 	if (ev->rc != ZOK && ev->rc != ZNONODE)
@@ -998,10 +998,11 @@ zkl_on_deleted(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 	if (released)
 		zkl_count(released);
 	/* A release that waits for this answer (delete_unsure) learns it. */
-	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	if (slot->delete_unsure)
-		zkl_wake_backend(slot);
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	delete_unsure = slot->delete_unsure;
 	LWLockRelease(zkl_shared->lock);
+	if (delete_unsure)
+		zkl_wake_backend(slot);
 	zkl_free_slot(slotno);
 }
 

@@ -288,8 +288,8 @@ zkl_fail_slot(int slotno, int rc)
 	}
 	slot->state = ZKL_SLOT_FAILED;
 	slot->zk_rc = rc;
-	zkl_wake_backend(slot);
 	LWLockRelease(zkl_shared->lock);
+	zkl_wake_backend(slot);
 }
 
 /*
@@ -334,9 +334,10 @@ zkl_mark_lost_as(int slotno, const char *cause, bool stranded)
 		commit_waiting = slot->commit_waiting;
 		fence_row = slot->fence_row;
 		strlcpy(name, slot->name, sizeof(name));
-		zkl_wake_backend(slot);
 	}
 	LWLockRelease(zkl_shared->lock);
+	if (held)
+		zkl_wake_backend(slot);
 	if (!held)
 		return false;
 
@@ -525,9 +526,10 @@ zkl_grant(int slotno, zkl_slot *slot)
 		zkl_count(acquired);
 		if (zkl_works[slotno].waited)
 			zkl_count(handoffs);
-		zkl_wake_backend(slot);
 	}
 	LWLockRelease(zkl_shared->lock);
+	if (wanted)
+		zkl_wake_backend(slot);
 
 	zkl_works[slotno].phase = ZKL_PH_HELD;
 	zkl_works[slotno].handoff = false;
@@ -803,8 +805,8 @@ zkl_give_up_busy(int slotno, zkl_slot *slot)
 {
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	slot->state = ZKL_SLOT_BUSY;
-	zkl_wake_backend(slot);
 	LWLockRelease(zkl_shared->lock);
+	zkl_wake_backend(slot);
 	zkl_send_delete(slotno, slot);
 }
 
@@ -812,13 +814,14 @@ zkl_give_up_busy(int slotno, zkl_slot *slot)
 void
 zkl_set_behind(zkl_slot *slot)
 {
+	bool		was_behind;
+
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	if (!slot->behind)
-	{
-		slot->behind = true;
-		zkl_wake_backend(slot);
-	}
+	was_behind = slot->behind;
+	slot->behind = true;
 	LWLockRelease(zkl_shared->lock);
+	if (!was_behind)
+		zkl_wake_backend(slot);
 }
 
 /* ---- a peer's downgrade: its read lock kept after its write lock ---- */

@@ -632,8 +632,10 @@ zkl_worker_main(Datum arg)
 			zkl_open_session();
 		/* One the library refused between two connections (session_auth.c). */
 		zkl_give_auth(zkl_zh);
-		/* The writes ready in this pass go together (write_batch.c). */
+		/* The writes ready in this pass go together (write_batch.c)... */
 		zkl_batch_begin();
+		/* ... and everything the pass sends leaves at its end (zk_io.c). */
+		zkl_io_hold_sends();
 		zkl_drain_events();
 		/* After the answers: a heartbeat's may have renewed the proof. */
 		zkl_check_session_proof();
@@ -642,6 +644,7 @@ zkl_worker_main(Datum arg)
 		zkl_batch_flush();
 		zkl_heartbeat();
 		zkl_periodic();
+		zkl_io_send_held();
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(loop_cxt);
 
