@@ -183,15 +183,24 @@ zkl_wake_worker(void)
  * The worker wakes a slot's backend once it has released zkl_shared->lock:
  * the backend takes that lock first thing, and woken while the worker held
  * it, it would sleep again on the lock at once (one more switch each way on
- * every answer).  Only the worker frees a slot, so its procno still names
- * the backend; a latch set for nothing is harmless.  The one exception is
- * rare: a change of the session's state wakes every waiting backend while
- * it walks the used slots, under the lock (session.c).
+ * every answer).  A slot the backend may free itself once it sees the
+ * outcome (FAILED, LOST, an answered read) may be another backend's by the
+ * time of the wake: its procno is read under the lock, with the outcome,
+ * and zkl_wake_procno wakes that one.  zkl_wake_backend serves the slots
+ * only the worker frees.  A latch set for nothing is harmless.  The one
+ * wake under the lock is rare: a change of the session's state wakes every
+ * waiting backend while it walks the used slots (session.c).
  */
+void
+zkl_wake_procno(int procno)
+{
+	SetLatch(&ProcGlobal->allProcs[procno].procLatch);
+}
+
 void
 zkl_wake_backend(zkl_slot *slot)
 {
-	SetLatch(&ProcGlobal->allProcs[slot->procno].procLatch);
+	zkl_wake_procno(slot->procno);
 }
 
 /* This backend's entry of backends[], made its own; NULL if it has none. */

@@ -318,6 +318,7 @@ extern int	zkl_slot_take(bool reserve, Oid role, bool role_exempt, int role_cap,
 						  int *verdict, int *used);
 extern void zkl_slot_clear(zkl_slot *slot);
 extern void zkl_wake_worker(void);
+extern void zkl_wake_procno(int procno);
 extern void zkl_wake_backend(zkl_slot *slot);
 
 #endif							/* ZKLOCK_SHMEM_H */

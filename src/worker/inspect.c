@@ -203,6 +203,7 @@ static void
 zkl_revoke_written(int slotno, zkl_slot *slot, int rc)
 {
 	bool		wanted;
+	int			procno = 0;
 
 	zkl_end_work(&zkl_works[slotno]);
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
@@ -211,10 +212,11 @@ zkl_revoke_written(int slotno, zkl_slot *slot, int rc)
 	{
 		slot->zk_rc = rc;
 		slot->state = ZKL_SLOT_HELD;	/* the answer is ready */
+		procno = slot->procno;
 	}
 	LWLockRelease(zkl_shared->lock);
 	if (wanted)
-		zkl_wake_backend(slot);
+		zkl_wake_procno(procno);
 	else
 		zkl_free_slot(slotno);
 }
@@ -536,6 +538,7 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 	zkl_work   *work = &zkl_works[slotno];
 	zkl_inspection *in = work->inspection;
 	bool		wanted;
+	int			procno = 0;
 	dsm_handle	handle;
 	dsm_segment *seg = NULL;
 
@@ -558,10 +561,13 @@ zkl_inspect_finish(int slotno, zkl_slot *slot)
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	wanted = slot->wanted;
 	if (wanted)
+	{
 		slot->state = ZKL_SLOT_HELD;	/* for a read: the reply is ready */
+		procno = slot->procno;
+	}
 	LWLockRelease(zkl_shared->lock);
 	if (wanted)
-		zkl_wake_backend(slot);
+		zkl_wake_procno(procno);
 	else
 		zkl_free_slot(slotno);
 }

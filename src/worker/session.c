@@ -23,6 +23,7 @@
 #include "rules/zk_wait.h"
 #include "settings.h"
 #include "shared/shmem.h"
+#include "worker/send_hold.h"
 #include "worker/session.h"
 #include "worker/session_auth.h"
 #include "worker/session_file.h"
@@ -103,9 +104,12 @@ zkl_close_session(void)
 	zkl_handle_number++;
 
 	/*
-	 * Closing runs outstanding completions (ZCLOSING); they are drained
-	 * later.
+	 * The library waits for the close request's answer, and a socket closed
+	 * with data unread drops what it had not sent: what the pass held goes
+	 * first.  Closing runs outstanding completions (ZCLOSING); they are
+	 * drained later.
 	 */
+	zkl_send_held();
 	zookeeper_close(zkl_zh);
 	zkl_zh = NULL;
 }

@@ -269,6 +269,7 @@ zkl_fail_slot(int slotno, int rc)
 {
 	zkl_slot   *slot = &zkl_shared->slots[slotno];
 	zkl_work   *work = &zkl_works[slotno];
+	int			procno;
 
 	/* A node of ours may exist: it goes first, or it would block everyone. */
 	if (zkl_owns_node(slot))
@@ -288,8 +289,9 @@ zkl_fail_slot(int slotno, int rc)
 	}
 	slot->state = ZKL_SLOT_FAILED;
 	slot->zk_rc = rc;
+	procno = slot->procno;
 	LWLockRelease(zkl_shared->lock);
-	zkl_wake_backend(slot);
+	zkl_wake_procno(procno);
 }
 
 /*
@@ -317,6 +319,7 @@ zkl_mark_lost_as(int slotno, const char *cause, bool stranded)
 	bool		fence_row = false;
 	int			pid = 0;
 	int			signo = 0;
+	int			procno = 0;
 	zkl_take_reason reason = ZKL_TAKE_NONE;
 	char		name[ZKL_MAX_NAME_LEN + 1];
 
@@ -334,10 +337,11 @@ zkl_mark_lost_as(int slotno, const char *cause, bool stranded)
 		commit_waiting = slot->commit_waiting;
 		fence_row = slot->fence_row;
 		strlcpy(name, slot->name, sizeof(name));
+		procno = slot->procno;
 	}
 	LWLockRelease(zkl_shared->lock);
 	if (held)
-		zkl_wake_backend(slot);
+		zkl_wake_procno(procno);
 	if (!held)
 		return false;
 

@@ -35,6 +35,7 @@
 #include "shared/wait_events.h"
 #include "worker/dispatch.h"
 #include "worker/lock_recipe.h"
+#include "worker/send_hold.h"
 #include "worker/session.h"
 #include "worker/session_auth.h"
 #include "worker/session_file.h"
@@ -479,6 +480,8 @@ zkl_handle_interrupts(void)
 static void
 zkl_worker_exit(int code, Datum arg)
 {
+	/* An error in a pass leaves: what it sent still goes. */
+	zkl_send_held();
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	zkl_shared->worker_procno = -1;
 	zkl_shared->worker_pid = 0;
@@ -634,8 +637,8 @@ zkl_worker_main(Datum arg)
 		zkl_give_auth(zkl_zh);
 		/* The writes ready in this pass go together (write_batch.c)... */
 		zkl_batch_begin();
-		/* ... and everything the pass sends leaves at its end (zk_io.c). */
-		zkl_io_hold_sends();
+		/* ... and everything the pass sends leaves at its end. */
+		zkl_hold_sends(zkl_io_connected_socket());
 		zkl_drain_events();
 		/* After the answers: a heartbeat's may have renewed the proof. */
 		zkl_check_session_proof();
@@ -644,7 +647,7 @@ zkl_worker_main(Datum arg)
 		zkl_batch_flush();
 		zkl_heartbeat();
 		zkl_periodic();
-		zkl_io_send_held();
+		zkl_send_held();
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(loop_cxt);
 

@@ -26,10 +26,7 @@
  */
 #include "postgres.h"
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/socket.h>
 
 #include "miscadmin.h"
 #include "storage/latch.h"
@@ -64,11 +61,6 @@ static long zkl_io_asked_timeout_ms = -1;
 static int64 zkl_io_not_before = 0;
 static uint32 zkl_io_not_before_handle = 0;
 static int	zkl_io_socket_pos = -1;
-
-/*
- * The socket whose sends the pass holds back (TCP_CORK), -1 for none.
- */
-static int	zkl_io_held_fd = -1;
 
 /* What the library may try after the last sleep: ZKL_ZK_READ, ZKL_ZK_WRITE. */
 static int	zkl_io_ready = 0;
@@ -284,41 +276,18 @@ zkl_io_process(void)
 	} while (zkl_zk_read_again(readable, rc, reads));
 }
 
-/*
- * Hold the pass's sends on the connected socket until zkl_io_send_held.
- * The library writes each request in two calls, its length and then its
- * body, on a socket with TCP_NODELAY: each call went as a segment of its
- * own, and a pass's several requests as twice as many.  Held, they leave
- * together, in as few segments as they fill, when the pass ends.  The
- * socket is the one the library named last, asked of this handle, and
- * connected: a connection is only made inside zookeeper_interest, which
- * no pass calls, so it is still the library's.
- */
-void
-zkl_io_hold_sends(void)
-{
-	int			on = 1;
 
+/*
+ * The library's socket while its handle is connected, -1 otherwise: the
+ * one it named last, asked of this handle.  A connection is only made
+ * inside zookeeper_interest, which no pass calls, so within a pass it is
+ * still the library's, or closed.
+ */
+int
+zkl_io_connected_socket(void)
+{
 	if (zkl_zh == NULL || zkl_io_asked.handle != zkl_handle_number ||
 		zkl_io_asked.fd < 0 || zoo_state(zkl_zh) != ZOO_CONNECTED_STATE)
-		return;
-	if (setsockopt(zkl_io_asked.fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on)) == 0)
-		zkl_io_held_fd = zkl_io_asked.fd;
-}
-
-/*
- * Send what the pass held back, before the loop sleeps.  If the library
- * closed the socket in the pass, its close sent what was held, and this
- * call fails on a number no longer a socket, or one that is not TCP: both
- * harmless.
- */
-void
-zkl_io_send_held(void)
-{
-	int			off = 0;
-
-	if (zkl_io_held_fd < 0)
-		return;
-	(void) setsockopt(zkl_io_held_fd, IPPROTO_TCP, TCP_CORK, &off, sizeof(off));
-	zkl_io_held_fd = -1;
+		return -1;
+	return zkl_io_asked.fd;
 }

@@ -14,7 +14,6 @@ extern bool zkl_io_dropped(void);
 extern void zkl_io_connect_not_before(uint32 handle, int64 at);
 extern void zkl_io_wait(long timeout_ms, uint32 wait_event_info);
 extern void zkl_io_process(void);
-extern void zkl_io_hold_sends(void);
-extern void zkl_io_send_held(void);
+extern int	zkl_io_connected_socket(void);
 
 #endif							/* ZKLOCK_ZK_IO_H */
