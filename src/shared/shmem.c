@@ -194,6 +194,7 @@ zkl_wake_worker(void)
 void
 zkl_wake_procno(int procno)
 {
+	Assert(procno >= 0 && procno < ProcGlobal->allProcCount);
 	SetLatch(&ProcGlobal->allProcs[procno].procLatch);
 }
 

@@ -951,8 +951,6 @@ zkl_on_deleted(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 	zkl_work   *work = &zkl_works[slotno];
 	int			fail_rc = work->fail_rc;
 	bool		released;
-	bool		delete_unsure;
-	int			procno;
 	bool		taken;
 
 	if (ev->rc != ZOK && ev->rc != ZNONODE)
@@ -999,17 +997,8 @@ zkl_on_deleted(int slotno, zkl_slot *slot, zkl_event *ev, bool wanted)
 	if (released)
 		zkl_count(released);
 
-	/*
-	 * A release that waits for this answer (delete_unsure) waits for the slot
-	 * to be free: it is woken once it is.
-	 */
-	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	delete_unsure = slot->delete_unsure;
-	procno = slot->procno;
-	LWLockRelease(zkl_shared->lock);
+	/* A release that waits for this answer learns it (zkl_free_slot). */
 	zkl_free_slot(slotno);
-	if (delete_unsure)
-		zkl_wake_procno(procno);
 }
 
 /* The lock recipe's answers, by phase (dispatch.c routes them). */

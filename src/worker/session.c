@@ -372,7 +372,11 @@ zkl_handle_session_event(int state, uint32 handle)
 
 		zkl_set_session_state(ZKL_SESSION_CONNECTED);
 		if (zkl_shared->session_id != old_id)
+		{
+			/* Its writes are made durable: what the pass sent goes first. */
+			zkl_send_held();
 			zkl_session_file_save(zkl_shared->session_id, zkl_shared->session_passwd);
+		}
 		zkl_auth_session_known(zkl_shared->session_id);
 		zkl_backoff_ms = 0;
 		ereport(LOG,

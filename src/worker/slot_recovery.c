@@ -54,12 +54,9 @@ zkl_session_lost(const char *cause)
 		zkl_work   *work = &zkl_works[i];
 		zkl_slot_state state;
 		bool		free_it = false;
-		bool		wake_release = false;
-		int			procno;
 
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 		state = slot->state;
-		procno = slot->procno;
 		switch (state)
 		{
 			case ZKL_SLOT_WAITING:
@@ -73,10 +70,6 @@ zkl_session_lost(const char *cause)
 					free_it = true;
 				break;
 			case ZKL_SLOT_RELEASING:
-				/* A release waiting for its delete's answer learns it. */
-				wake_release = slot->delete_unsure;
-				free_it = true;
-				break;
 			case ZKL_SLOT_BUSY:
 				free_it = true;
 				break;
@@ -101,8 +94,6 @@ zkl_session_lost(const char *cause)
 		work->lease_unsure = false;
 		if (free_it)
 			zkl_free_slot(i);
-		if (wake_release)
-			zkl_wake_procno(procno);
 	}
 	pfree(used);
 	return lost;

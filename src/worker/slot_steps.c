@@ -236,16 +236,26 @@ zkl_end_work(zkl_work *work)
 	zkl_downgrade_forget(work);
 }
 
-/* Forget the slot: only done once no node of it can exist any more. */
+/*
+ * Forget the slot: only done once no node of it can exist any more.  A
+ * release that waits for its delete's answer (delete_unsure) waits for the
+ * slot to be free, whichever path frees it: it is woken once it is.
+ */
 void
 zkl_free_slot(int slotno)
 {
 	zkl_slot   *slot = &zkl_shared->slots[slotno];
 	zkl_work   *work = &zkl_works[slotno];
+	bool		release_waits;
+	int			procno;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	release_waits = slot->state == ZKL_SLOT_RELEASING && slot->delete_unsure;
+	procno = slot->procno;
 	zkl_slot_clear(slot);
 	LWLockRelease(zkl_shared->lock);
+	if (release_waits)
+		zkl_wake_procno(procno);
 	zkl_end_work(work);
 	work->lease_unsure = false;
 }

@@ -480,7 +480,10 @@ zkl_handle_interrupts(void)
 static void
 zkl_worker_exit(int code, Datum arg)
 {
-	/* An error in a pass leaves: what it sent still goes. */
+	/*
+	 * An error in a pass leaves: what it sent is pushed out (best effort: a
+	 * socket closed with answers unread drops what is still queued).
+	 */
 	zkl_send_held();
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	zkl_shared->worker_procno = -1;
