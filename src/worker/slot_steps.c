@@ -250,7 +250,7 @@ zkl_free_slot(int slotno)
 	int			procno;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	release_waits = slot->state == ZKL_SLOT_RELEASING && slot->delete_unsure;
+	release_waits = slot->delete_unsure;
 	procno = slot->procno;
 	zkl_slot_clear(slot);
 	LWLockRelease(zkl_shared->lock);
@@ -350,10 +350,9 @@ zkl_mark_lost_as(int slotno, const char *cause, bool stranded)
 		procno = slot->procno;
 	}
 	LWLockRelease(zkl_shared->lock);
-	if (held)
-		zkl_wake_procno(procno);
 	if (!held)
 		return false;
+	zkl_wake_procno(procno);
 
 	/*
 	 * The signal goes before anything that may fail or be interrupted (the

@@ -276,7 +276,6 @@ zkl_io_process(void)
 	} while (zkl_zk_read_again(readable, rc, reads));
 }
 
-
 /*
  * The library's socket while its handle is connected, -1 otherwise: the
  * one it named last, asked of this handle.  A connection is only made
