@@ -30,9 +30,6 @@ SELECT zk_lock_acquire(ARRAY['ok', repeat('x', 256)]);
 SELECT count(*) AS no_contenders FROM zk_lock_contenders('never-used');
 SET zklock.exclusive_layout = 'nonsense';
 \echo :LAST_ERROR_SQLSTATE
--- zklock.auth of more than 250 bytes is refused where it is set
-ALTER SYSTEM SET zklock.auth = 'u:ppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp';
-\echo :LAST_ERROR_SQLSTATE
 SELECT count(*) AS nothing_left FROM zk_locks;
 
 -- names that could escape or collide map to distinct, plain components

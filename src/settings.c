@@ -118,12 +118,6 @@ check_auth(char **newval, void **extra, GucSource source)
 		GUC_check_errdetail("zklock.auth must have the form \"user:password\".");
 		return false;
 	}
-	if (*newval != NULL && strlen(*newval) > ZKL_MAX_AUTH_LEN)
-	{
-		GUC_check_errdetail("zklock.auth must be at most %d bytes long.", ZKL_MAX_AUTH_LEN);
-		GUC_check_errhint("The worker keeps every value given to its session, to give them again to a new connection of the same session.");
-		return false;
-	}
 	return true;
 }
 

@@ -11,12 +11,6 @@
 /* The longest zklock.root, in bytes. */
 #define ZKL_MAX_ROOT_LEN	255
 
-/*
- * The longest zklock.auth, in bytes: the session's record of the values it
- * was given (worker/session_auth.c) holds at least four of them.
- */
-#define ZKL_MAX_AUTH_LEN	250
-
 /* zklock.exclusive_layout */
 typedef enum zkl_exclusive_layout
 {

@@ -33,9 +33,6 @@
 #include "shared/shmem.h"
 #include "worker/session_auth.h"
 
-StaticAssertDecl(ZKL_SESSION_AUTHS_LEN >= 4 * (ZKL_MAX_AUTH_LEN + 1) + 1,
-				 "the session's credentials hold four zklock.auth values");
-
 /* zklock.auth's value as last given and recorded (TopMemoryContext). */
 static char *zkl_auth_given = NULL;
 
