@@ -36,13 +36,15 @@ class FleetShape(Harness):
         pids = []
         for c in self.fleet:
             pids += self.backends(c, "pgbench", self.clients)
+        a0 = self.acquired(*self.fleet)
         m = Meter(self.fleet_zk_pids, [p.pid for p in procs] + self.fleet_workers + pids,
                   counters=self.fleet_servers.counters)
         # Read the counters while every pgbench and its backends still run.
         time.sleep(max(0.1, t0 + round(self.fleet_seconds) - 0.3 - time.time()))
+        a1 = self.acquired(*self.fleet)
         usage = m.stop()
         tps = sum(self.pgbench_tps(p) for p in procs)
-        usage["ops"] = tps * usage["wall"]
+        usage["ops"] = a1 - a0
         return {"n": tps * self.fleet_seconds, "seconds": self.fleet_seconds}, usage
 
     def fleet_curator(self, jvms):

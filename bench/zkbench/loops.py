@@ -273,12 +273,15 @@ class LoopShapes(Harness):
         pids = []
         for c in clusters:
             pids += self.backends(c, "pgbench", per)
-        m = Meter(self.zk.pid, [p.pid for p in procs] + [c.worker_pid() for c in clusters] +
-                  pids, counters=self.zk.counters)
+        workers = [c.worker_pid() for c in clusters]
+        a0 = self.acquired(*clusters)
+        m = Meter(self.zk.pid, [p.pid for p in procs] + workers + pids,
+                  counters=self.zk.counters)
         time.sleep(max(0.1, t0 + round(self.loop_seconds) - 0.3 - time.time()))
+        a1 = self.acquired(*clusters)
         usage = m.stop()
         tps = sum(self.pgbench_tps(p) for p in procs)
-        usage["ops"] = tps * usage["wall"]
+        usage["ops"] = a1 - a0
         return {"n": tps * self.loop_seconds, "seconds": self.loop_seconds}, usage
 
     def cross_curator(self, jvms, per):
