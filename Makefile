@@ -17,7 +17,8 @@ OBJS = src/zklock.o src/settings.o \
 	src/worker/worker.o src/worker/session.o src/worker/zk_events.o src/worker/slot_steps.o src/worker/lock_recipe.o \
 	src/worker/semaphore.o src/worker/inspect.o src/worker/dispatch.o src/worker/slot_recovery.o \
 	src/worker/session_file.o src/worker/session_auth.o src/worker/send_hold.o src/worker/write_batch.o src/rules/write_batch_rule.o src/rules/dir_acl.o \
-	src/rules/pass_budget.o src/worker/undeletable.o src/worker/zk_io.o src/rules/zk_wait.o
+	src/rules/pass_budget.o src/worker/undeletable.o src/worker/zk_io.o src/rules/zk_wait.o \
+	src/rules/auth_value.o
 SRC_DIRS = src src/shared src/rules src/names src/backend src/worker
 
 EXTENSION = zklock

@@ -3,7 +3,8 @@
  * settings.c
  *		The zklock.* settings: their variables, their checks and their
  *		definitions.  Defined in the postmaster by _PG_init (zklock.c) and
- *		read in every process; this file depends on no other of zklock.
+ *		read in every process.  Of zklock's other files it uses only the
+ *		pure rule of zklock.auth's values (rules/auth_value.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -13,6 +14,7 @@
 
 #include "utils/guc.h"
 
+#include "rules/auth_value.h"
 #include "settings.h"
 
 char	   *zkl_hosts = NULL;
@@ -110,15 +112,25 @@ check_root(char **newval, void **extra, GucSource source)
 	return true;
 }
 
+/* True while zklock.auth is being defined (zkl_define_settings). */
+static bool zkl_defining_auth = false;
+
+/*
+ * A bad value is refused, but for the one found when the setting is
+ * defined: that one is taken, and the worker starts no session with it
+ * (rules/auth_value.c says why).
+ */
 static bool
 check_auth(char **newval, void **extra, GucSource source)
 {
-	if (*newval != NULL && (*newval)[0] != '\0' && strchr(*newval, ':') == NULL)
-	{
+	if (!zkl_auth_refused(*newval, zkl_defining_auth))
+		return true;
+	if (zkl_auth_judge(*newval) == ZKL_AUTH_TOO_LONG)
+		GUC_check_errdetail("zklock.auth is %zu bytes long; it may be at most %d.",
+							strlen(*newval), ZKL_AUTH_MAX_LEN);
+	else
 		GUC_check_errdetail("zklock.auth must have the form \"user:password\".");
-		return false;
-	}
-	return true;
+	return false;
 }
 
 /*
@@ -190,14 +202,24 @@ zkl_define_settings(void)
 							PGC_SUSET,
 							0,
 							NULL, NULL, NULL);
-	DefineCustomStringVariable("zklock.auth",
-							   "Digest credentials (\"user:password\") the worker presents to ZooKeeper.",
-							   NULL,
-							   &zkl_auth,
-							   "",
-							   PGC_SIGHUP,
-							   GUC_SUPERUSER_ONLY,
-							   check_auth, NULL, NULL);
+	/* The value found now is taken even if bad (check_auth). */
+	zkl_defining_auth = true;
+	PG_TRY();
+	{
+		DefineCustomStringVariable("zklock.auth",
+								   "Digest credentials (\"user:password\") the worker presents to ZooKeeper.",
+								   NULL,
+								   &zkl_auth,
+								   "",
+								   PGC_SIGHUP,
+								   GUC_SUPERUSER_ONLY,
+								   check_auth, NULL, NULL);
+	}
+	PG_FINALLY();
+	{
+		zkl_defining_auth = false;
+	}
+	PG_END_TRY();
 
 	DefineCustomEnumVariable("zklock.on_lock_lost",
 							 "What happens at once to a backend whose ZooKeeper lock is lost.",

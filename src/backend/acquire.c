@@ -189,7 +189,7 @@ zkl_report_timeout(const char *name, int64 timeout_ms, bool connected, bool behi
 				 !connected ?
 				 errdetail("Gave up after %ld ms without a ZooKeeper session.", (long) timeout_ms) :
 				 errdetail("Gave up after %ld ms without an answer from ZooKeeper.", (long) timeout_ms),
-				 errhint("Check that zklock.hosts (\"%s\") lists running ZooKeeper servers.", zkl_hosts)));
+				 zkl_no_session_hint()));
 	ereport(ERROR,
 			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 			 errmsg("could not obtain ZooKeeper lock \"%s\"", name),
@@ -235,7 +235,7 @@ zkl_report_no_session(const char *name, int64 try_wait_ms)
 			 try_wait_ms > 0 ?
 			 errdetail("No ZooKeeper session for %ld ms (lock_timeout).", (long) try_wait_ms) :
 			 errdetail("No ZooKeeper session for %d ms (zklock.connect_timeout).", zkl_connect_timeout),
-			 errhint("Check that zklock.hosts (\"%s\") lists running ZooKeeper servers.", zkl_hosts)));
+			 zkl_no_session_hint()));
 }
 
 /*

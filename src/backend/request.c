@@ -31,6 +31,7 @@
 #include "backend/request.h"
 #include "names/encode.h"
 #include "pg_compat.h"
+#include "rules/auth_value.h"
 #include "rules/clock.h"
 #include "rules/slot_quota.h"
 #include "shared/stats.h"
@@ -601,7 +602,7 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 					 session == ZKL_SESSION_CONNECTED ?
 					 errdetail("No answer from ZooKeeper for %d ms past the session's last proof (zklock.connect_timeout).", zkl_connect_timeout) :
 					 errdetail("No ZooKeeper session for %d ms (zklock.connect_timeout).", zkl_connect_timeout),
-					 errhint("Check that zklock.hosts (\"%s\") lists running ZooKeeper servers.", zkl_hosts)));
+					 zkl_no_session_hint()));
 		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 zkl_ms_until(usable ? proof_until : conn_deadline, GetCurrentTimestamp()),
@@ -671,4 +672,19 @@ zkl_session_proven(int *timeout_ms, TimestampTz *until, int64 *session)
 	if (session)
 		*session = session_id;
 	return state == ZKL_SESSION_CONNECTED && zkl_proof_holds(proof_sent, timeout, now);
+}
+
+/*
+ * The hint of a request that found ZooKeeper out of reach: where to look.
+ * A bad zklock.auth is the first place, for the worker then starts no
+ * session (rules/auth_value.c); the servers otherwise.
+ */
+int
+zkl_no_session_hint(void)
+{
+	zkl_auth_verdict verdict = zkl_auth_judge(zkl_auth);
+
+	if (verdict == ZKL_AUTH_NO_COLON || verdict == ZKL_AUTH_TOO_LONG)
+		return errhint("zklock.auth is not valid, and the zklock worker starts no ZooKeeper session with it: correct it and reload the configuration.");
+	return errhint("Check that zklock.hosts (\"%s\") lists running ZooKeeper servers.", zkl_hosts);
 }

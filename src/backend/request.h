@@ -73,5 +73,6 @@ extern uint32 zkl_submit_slot(int slotno);
 extern int	zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *node, dsm_handle reply);
 extern void zkl_refuse_parallel(void);
 extern bool zkl_session_proven(int *timeout_ms, TimestampTz *until, int64 *session);
+extern int	zkl_no_session_hint(void);
 
 #endif							/* ZKLOCK_REQUEST_H */

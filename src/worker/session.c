@@ -36,6 +36,8 @@ StaticAssertDecl(sizeof(((clientid_t *) 0)->passwd) == ZKL_SESSION_PASSWD_LEN,
 
 char	   *zkl_current_hosts = NULL;
 
+/* How often a bad zklock.auth is looked at again (zkl_open_session). */
+#define ZKL_AUTH_RECHECK_MS 1000
 
 static int	zkl_backoff_ms = 0;
 
@@ -161,38 +163,65 @@ zkl_schedule_reconnect(void)
 }
 
 /*
- * Start a session, or reattach to the one recorded in shared memory (a
- * worker restart leaves shared memory and the session intact).
+ * Which session the next handle is for: the one recorded in shared memory
+ * (a worker restart leaves shared memory and the session intact), or one
+ * of a previous incarnation or given up, to close it (then
+ * zkl_closing_previous).  Returns false, *cid untouched, for a new
+ * session.
  */
-void
-zkl_open_session(void)
+static bool
+zkl_session_to_reattach(clientid_t *cid)
 {
-	clientid_t	cid;
 	bool		reattach;
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	reattach = zkl_shared->session_id != 0;
-	cid.client_id = zkl_shared->session_id;
-	memcpy(cid.passwd, zkl_shared->session_passwd, sizeof(cid.passwd));
+	cid->client_id = zkl_shared->session_id;
+	memcpy(cid->passwd, zkl_shared->session_passwd, sizeof(cid->passwd));
 	LWLockRelease(zkl_shared->lock);
+	if (reattach)
+		return true;
 
 	/*
 	 * Shared memory is new: a session left by a crashed incarnation is closed
 	 * first.
 	 */
-	if (!reattach && zkl_given_up.client_id != 0)
+	if (zkl_given_up.client_id != 0)
 	{
-		cid = zkl_given_up;
+		*cid = zkl_given_up;
 		zkl_given_up.client_id = 0;
 		zkl_closing_previous = true;
 		zkl_closing_given_up = true;
-		reattach = true;
+		return true;
 	}
-	else if (!reattach && zkl_session_file_load(&cid.client_id, cid.passwd))
+	if (zkl_session_file_load(&cid->client_id, cid->passwd))
 	{
 		zkl_closing_previous = true;
 		zkl_closing_given_up = false;
-		reattach = true;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Start a session, or reattach to one (zkl_session_to_reattach).
+ */
+void
+zkl_open_session(void)
+{
+	clientid_t	cid;
+	bool		reattach = zkl_session_to_reattach(&cid);
+
+	/*
+	 * No new session with a bad zklock.auth: its nodes would lack the
+	 * credentials meant to protect them.  Looked at again each second, for a
+	 * reload that corrects it.  A session already made is reattached to with
+	 * the credentials it was given, so that its holds live on.
+	 */
+	if (!reattach && !zkl_auth_usable())
+	{
+		zkl_next_connect = zkl_after_ms(zkl_now(), ZKL_AUTH_RECHECK_MS);
+		return;
 	}
 
 	/*

@@ -22,6 +22,11 @@
  * (ZINVALIDSTATE): one refused is not recorded, and the loop gives it
  * again at its next pass (zkl_give_auth).
  *
+ * A bad value of zklock.auth (rules/auth_value.c) is given to no session,
+ * and no new session starts while it is set (zkl_auth_usable): the worker
+ * would otherwise create nodes without the credentials the administrator
+ * meant to protect them with.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -29,12 +34,20 @@
 #include "storage/lwlock.h"
 #include "utils/memutils.h"
 
+#include "rules/auth_value.h"
 #include "settings.h"
 #include "shared/shmem.h"
 #include "worker/session_auth.h"
 
+/* Four values of zklock.auth always fit the record (zkl_auth_record). */
+StaticAssertDecl(4 * (ZKL_AUTH_MAX_LEN + 1) + 1 <= ZKL_SESSION_AUTHS_LEN,
+				 "four values of zklock.auth fit zkl_shared->auths");
+
 /* zklock.auth's value as last given and recorded (TopMemoryContext). */
 static char *zkl_auth_given = NULL;
+
+/* zklock.auth's bad value last said in the log (TopMemoryContext). */
+static char *zkl_auth_reported = NULL;
 
 static void
 zkl_auth_forget_given(void)
@@ -129,11 +142,38 @@ zkl_auth_session_known(int64 session_id)
 }
 
 /*
+ * Whether zklock.auth's value may be given to a session, and a session be
+ * started with it: no credentials, or valid ones.  A bad value is said in
+ * the server log once, the first time it is found.
+ */
+bool
+zkl_auth_usable(void)
+{
+	zkl_auth_verdict verdict = zkl_auth_judge(zkl_auth);
+
+	if (verdict == ZKL_AUTH_NONE || verdict == ZKL_AUTH_VALID)
+		return true;
+	if (zkl_auth_reported != NULL && strcmp(zkl_auth_reported, zkl_auth) == 0)
+		return false;
+	ereport(LOG,
+			(errmsg("zklock.auth is not valid: the zklock worker gives it to no ZooKeeper session, and starts no new session until it is corrected"),
+			 verdict == ZKL_AUTH_TOO_LONG ?
+			 errdetail("zklock.auth is %zu bytes long; it may be at most %d.",
+					   strlen(zkl_auth), ZKL_AUTH_MAX_LEN) :
+			 errdetail("zklock.auth must have the form \"user:password\"."),
+			 errhint("Correct zklock.auth and reload the configuration.")));
+	if (zkl_auth_reported)
+		pfree(zkl_auth_reported);
+	zkl_auth_reported = MemoryContextStrdup(TopMemoryContext, zkl_auth);
+	return false;
+}
+
+/*
  * Give the session zklock.auth's credentials unless it has them already:
  * at a handle's start, after a reload, and at each pass until the library
  * takes them.  A reload that sets new credentials adds them to the session
  * in use, before any create that follows, so the creator-only ACL of new
- * nodes names them.
+ * nodes names them.  A bad value is given to none (zkl_auth_usable).
  */
 void
 zkl_give_auth(zhandle_t *zh)
@@ -143,6 +183,8 @@ zkl_give_auth(zhandle_t *zh)
 	if (zh == NULL || zkl_auth == NULL || zkl_auth[0] == '\0')
 		return;
 	if (zkl_auth_given != NULL && strcmp(zkl_auth_given, zkl_auth) == 0)
+		return;
+	if (!zkl_auth_usable())
 		return;
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	recorded = zkl_auth_recorded(zkl_auth);

@@ -14,5 +14,6 @@
 extern void zkl_auth_new_handle(zhandle_t *zh, int64 session_id);
 extern void zkl_auth_session_known(int64 session_id);
 extern void zkl_give_auth(zhandle_t *zh);
+extern bool zkl_auth_usable(void);
 
 #endif							/* ZKLOCK_SESSION_AUTH_H */
