@@ -125,6 +125,8 @@ check_auth(char **newval, void **extra, GucSource source)
 {
 	if (!zkl_auth_refused(*newval, zkl_defining_auth))
 		return true;
+	/* PostgreSQL's own message would print the value: a password. */
+	GUC_check_errmsg("invalid value for parameter \"%s\"", "zklock.auth");
 	if (zkl_auth_judge(*newval) == ZKL_AUTH_TOO_LONG)
 		GUC_check_errdetail("zklock.auth is %zu bytes long; it may be at most %d.",
 							strlen(*newval), ZKL_AUTH_MAX_LEN);

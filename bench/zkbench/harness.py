@@ -20,7 +20,7 @@ import subprocess
 import time
 
 from .cpu import NCPU, Meter, add_usage
-from .postgres import Cluster, Session
+from .postgres import Acquisitions, Cluster, Session
 from .processes import PROCS, BenchError, Driver, spawn
 from .results import Results
 from .stats import median, pct
@@ -505,34 +505,31 @@ class Harness:
 
     def pgbench(self, script, clients, seconds=None, log_prefix=None, transactions=None,
                 worker=True, tcp=False, options=None, rate=None, port=None):
-        p = self.pgbench_start(self.main, script, clients, seconds, log_prefix, transactions,
-                               tcp, options, rate, port)
-        pids = self.backends(self.main, "pgbench", clients)
-        a0 = self.acquired(self.main) if worker and seconds else None
-        m = self.meter(p.pid, self.worker if worker else None, *pids)
-        if not seconds:
-            # A number of transactions (the smoke's (a)): the window is the
-            # whole run (the lock client's CPU is then not counted: its
-            # processes are gone when it ends).
+        # zklock's cycles in the meter's window, counted (Acquisitions).
+        counter = Acquisitions([self.main], self.log) if worker and seconds else None
+        try:
+            p = self.pgbench_start(self.main, script, clients, seconds, log_prefix,
+                                   transactions, tcp, options, rate, port)
+            pids = self.backends(self.main, "pgbench", clients)
+            a0 = counter.count() if counter else None
+            m = self.meter(p.pid, self.worker if worker else None, *pids)
+            if not seconds:
+                # A number of transactions (the smoke's (a)): the window is
+                # the whole run (the lock client's CPU is then not counted:
+                # its processes are gone when it ends).
+                tps = self.pgbench_tps(p)
+                usage = m.stop(ops=transactions * clients)
+                return tps, usage
+            # Read the counters while pgbench and its backends still run.
+            time.sleep(max(0.1, round(seconds) - 0.3))
+            a1 = counter.count() if counter else None
+            usage = m.stop()
             tps = self.pgbench_tps(p)
-            usage = m.stop(ops=transactions * clients)
+            usage["ops"] = a1 - a0 if counter else tps * usage["wall"]
             return tps, usage
-        # Read the counters while pgbench and its backends still run.
-        time.sleep(max(0.1, round(seconds) - 0.3))
-        a1 = self.acquired(self.main) if a0 is not None else None
-        usage = m.stop()
-        tps = self.pgbench_tps(p)
-        usage["ops"] = a1 - a0 if a0 is not None else tps * usage["wall"]
-        return tps, usage
-
-    @staticmethod
-    def acquired(*clusters):
-        """The acquisitions zklock has counted so far on clusters, summed
-        (zk_status()'s acquired).  Read just before a meter starts and just
-        before it stops, the difference is the cycles done in its window:
-        pgbench's tps is the mean of its whole run, start-up included, and
-        would misstate the window's cycles by several per cent."""
-        return sum(c.status()["acquired"] for c in clusters)
+        finally:
+            if counter:
+                counter.close()
 
     # -- zklock's slots, for (e) and (f) --
 

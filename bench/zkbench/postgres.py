@@ -1,7 +1,8 @@
 """zkbench.postgres: the PostgreSQL side.  Cluster is one of the clusters
 run.sh started (one-off queries by psql, zk_status(), the zklock worker's
 pid); Session is an open psql session that statements go into and result
-lines come out of.
+lines come out of; Acquisitions counts zklock's acquisitions on clusters
+through such sessions.
 """
 
 import json
@@ -69,3 +70,29 @@ class Session:
         if self.p in PROCS:
             PROCS.remove(self.p)
 
+
+class Acquisitions:
+    """zklock's acquisitions so far on clusters, summed (zk_status()'s
+    acquired), read through a psql session per cluster opened beforehand:
+    a read takes a round trip, not a psql start, so that reads just before
+    a meter starts and just before it stops bracket its window closely.
+    The difference of two reads is the cycles done between them: pgbench's
+    tps is the mean of its whole run, start-up included, and would misstate
+    a window's cycles by several per cent."""
+
+    def __init__(self, clusters, log):
+        self.sessions = []
+        try:
+            for c in clusters:
+                self.sessions.append(Session(c, log))
+        except BaseException:
+            self.close()
+            raise
+
+    def count(self):
+        return sum(int(s.query("SELECT acquired FROM zk_status()")) for s in self.sessions)
+
+    def close(self):
+        for s in self.sessions:
+            s.close()
+        self.sessions = []

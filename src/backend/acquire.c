@@ -165,6 +165,13 @@ zkl_report_failed(const char *name, const char *dir, int zk_rc)
 				 errmsg("lock directory \"%s\" of ZooKeeper lock \"%s\" does not let zklock delete its nodes", dir, name),
 				 errdetail("The directory's ACL grants zklock's identity no DELETE of its children (read before the first create there, or learnt from a refused delete): a node zklock made there would stay until this cluster's ZooKeeper session ends and hold the lock against everyone, so zklock makes none."),
 				 errhint("Grant DELETE on the lock directory to zklock's identity (zklock.auth), or to anyone, as zklock's own directories do.")));
+	/* Made again after each ZNONODE, the directory is still not there. */
+	if (zk_rc == ZNONODE)
+		ereport(ERROR,
+				(errcode(ERRCODE_ZKLOCK_ERROR),
+				 errmsg("ZooKeeper refused the request for lock \"%s\": %s", name, zerror(zk_rc)),
+				 errdetail("The lock directory \"%s\" could not be made: zklock's identity may lack the CREATE right on a directory above it, or another client deletes it.", dir),
+				 errhint("Check the ACLs under zklock.root and the zklock.auth setting.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_ZKLOCK_ERROR),
 			 errmsg("ZooKeeper refused the request for lock \"%s\": %s", name, zerror(zk_rc)),
@@ -338,6 +345,7 @@ typedef struct zkl_wait_look
 	int64		token;
 	zkl_session_state session;
 	TimestampTz since;			/* disconnected since */
+	bool		auth_refused;	/* no session for a bad zklock.auth */
 } zkl_wait_look;
 
 static void
@@ -353,6 +361,7 @@ zkl_look_at_request(const zkl_lock_wait *w, zkl_wait_look *look)
 	look->token = slot->token;
 	look->session = zkl_shared->session_state;
 	look->since = zkl_shared->disconnected_since;
+	look->auth_refused = zkl_shared->auth_refused;
 	LWLockRelease(zkl_shared->lock);
 }
 
@@ -432,7 +441,10 @@ zkl_await_grant(const zkl_lock_wait *w, int64 *token)
 			wake = next_check;
 
 		if (look.session != ZKL_SESSION_CONNECTED)
+		{
+			zkl_fail_if_auth_refused(w->name, look.auth_refused);
 			wake = zkl_session_wake(w->name, w->start, look.since, w->session_wait_ms, now, wake);
+		}
 
 		zkl_sleep_for_worker(wake, now, look.session);
 	}

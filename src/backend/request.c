@@ -568,12 +568,14 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 		TimestampTz conn_deadline;
 		TimestampTz proof_until = 0;
 		bool		usable;
+		bool		auth_refused;
 
 		LWLockAcquire(zkl_shared->lock, LW_SHARED);
 		state = slot->state;
 		zk_rc = slot->zk_rc;
 		session = zkl_shared->session_state;
 		since = zkl_shared->disconnected_since;
+		auth_refused = zkl_shared->auth_refused;
 		LWLockRelease(zkl_shared->lock);
 
 		if (state == ZKL_SLOT_HELD || state == ZKL_SLOT_FAILED)
@@ -593,6 +595,8 @@ zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, const char *no
 		if (session == ZKL_SESSION_CONNECTED)
 			since = proof_until;
 		conn_deadline = TimestampTzPlusMilliseconds(Max(start, since), zkl_connect_timeout);
+		if (session != ZKL_SESSION_CONNECTED)
+			zkl_fail_if_auth_refused(name, auth_refused);
 		if (!usable && GetCurrentTimestamp() >= conn_deadline)
 		{
 			zkl_cancel_wait(false);
@@ -676,8 +680,8 @@ zkl_session_proven(int *timeout_ms, TimestampTz *until, int64 *session)
 
 /*
  * The hint of a request that found ZooKeeper out of reach: where to look.
- * A bad zklock.auth is the first place, for the worker then starts no
- * session (rules/auth_value.c); the servers otherwise.
+ * A bad zklock.auth first, for the worker then starts no session
+ * (rules/auth_value.c); the servers otherwise.
  */
 int
 zkl_no_session_hint(void)
@@ -685,6 +689,28 @@ zkl_no_session_hint(void)
 	zkl_auth_verdict verdict = zkl_auth_judge(zkl_auth);
 
 	if (verdict == ZKL_AUTH_NO_COLON || verdict == ZKL_AUTH_TOO_LONG)
-		return errhint("zklock.auth is not valid, and the zklock worker starts no ZooKeeper session with it: correct it and reload the configuration.");
+		return errhint("Correct zklock.auth, which is not valid, and reload the configuration.");
 	return errhint("Check that zklock.hosts (\"%s\") lists running ZooKeeper servers.", zkl_hosts);
+}
+
+/*
+ * A request for lock name that finds no session fails at once when the
+ * worker starts none for a bad zklock.auth (refused: it says so in shared
+ * memory, zkl_shared->auth_refused) and this backend's value is bad too:
+ * waiting zklock.connect_timeout for a session would only delay the error.
+ * A value just corrected by a reload is waited for as any session is.
+ */
+void
+zkl_fail_if_auth_refused(const char *name, bool refused)
+{
+	zkl_auth_verdict verdict = zkl_auth_judge(zkl_auth);
+
+	if (!refused || verdict == ZKL_AUTH_NONE || verdict == ZKL_AUTH_VALID)
+		return;
+	zkl_cancel_wait(false);
+	ereport(ERROR,
+			(errcode(ERRCODE_ZKLOCK_UNAVAILABLE),
+			 errmsg("there is no ZooKeeper session for lock \"%s\"", name),
+			 errdetail("The zklock worker starts no session while zklock.auth is not valid."),
+			 errhint("Correct zklock.auth and reload the configuration.")));
 }

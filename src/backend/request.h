@@ -74,5 +74,6 @@ extern int	zkl_ask_worker(const char *name, const char *dir, zkl_slot_op op, con
 extern void zkl_refuse_parallel(void);
 extern bool zkl_session_proven(int *timeout_ms, TimestampTz *until, int64 *session);
 extern int	zkl_no_session_hint(void);
+extern void zkl_fail_if_auth_refused(const char *name, bool refused);
 
 #endif							/* ZKLOCK_REQUEST_H */

@@ -14,9 +14,10 @@
 
 /*
  * The longest value of zklock.auth, in bytes.  The worker records the
- * credentials it gave a session in ZKL_SESSION_AUTHS_LEN (1024) bytes of
- * shared memory, each with its terminator, the list closed by an empty
- * string (session_auth.c): four values of this length always fit.
+ * credentials it gave a session in ZKL_SESSION_AUTHS_LEN bytes of shared
+ * memory (shared/shmem.h), each with its terminator, the list closed by an
+ * empty string: four values of this length always fit, which a static
+ * assertion in session_auth.c keeps true.
  */
 #define ZKL_AUTH_MAX_LEN	250
 

@@ -268,6 +268,8 @@ typedef struct zkl_shared_state
 	int64		auths_session;	/* the session auths were given to; 0: a new
 								 * one, not yet connected */
 	char		auths[ZKL_SESSION_AUTHS_LEN];	/* worker only */
+	bool		auth_refused;	/* the worker starts no session: zklock.auth
+								 * is not valid */
 	int			negotiated_timeout; /* ms */
 	char		server[ZKL_SERVER_LEN];
 	TimestampTz connected_since;

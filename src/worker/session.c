@@ -204,6 +204,22 @@ zkl_session_to_reattach(clientid_t *cid)
 }
 
 /*
+ * Say to the backends whether the worker refuses to start a session for a
+ * bad zklock.auth: their requests then fail at once, not after
+ * zklock.connect_timeout.
+ */
+static void
+zkl_set_auth_refused(bool refused)
+{
+	/* Only the worker writes it: read without the lock. */
+	if (zkl_shared->auth_refused == refused)
+		return;
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zkl_shared->auth_refused = refused;
+	LWLockRelease(zkl_shared->lock);
+}
+
+/*
  * Start a session, or reattach to one (zkl_session_to_reattach).
  */
 void
@@ -220,9 +236,11 @@ zkl_open_session(void)
 	 */
 	if (!reattach && !zkl_auth_usable())
 	{
+		zkl_set_auth_refused(true);
 		zkl_next_connect = zkl_after_ms(zkl_now(), ZKL_AUTH_RECHECK_MS);
 		return;
 	}
+	zkl_set_auth_refused(false);
 
 	/*
 	 * The single-threaded library starts no thread and connects only when the

@@ -156,11 +156,11 @@ zkl_auth_usable(void)
 	if (zkl_auth_reported != NULL && strcmp(zkl_auth_reported, zkl_auth) == 0)
 		return false;
 	ereport(LOG,
-			(errmsg("zklock.auth is not valid: the zklock worker gives it to no ZooKeeper session, and starts no new session until it is corrected"),
+			(errmsg("zklock.auth is not valid"),
 			 verdict == ZKL_AUTH_TOO_LONG ?
-			 errdetail("zklock.auth is %zu bytes long; it may be at most %d.",
+			 errdetail("zklock.auth is %zu bytes long; it may be at most %d. The zklock worker gives it to no ZooKeeper session, and starts no new session while it is set.",
 					   strlen(zkl_auth), ZKL_AUTH_MAX_LEN) :
-			 errdetail("zklock.auth must have the form \"user:password\"."),
+			 errdetail("zklock.auth must have the form \"user:password\". The zklock worker gives it to no ZooKeeper session, and starts no new session while it is set."),
 			 errhint("Correct zklock.auth and reload the configuration.")));
 	if (zkl_auth_reported)
 		pfree(zkl_auth_reported);
