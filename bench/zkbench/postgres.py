@@ -93,6 +93,14 @@ class Acquisitions:
         return sum(int(s.query("SELECT acquired FROM zk_status()")) for s in self.sessions)
 
     def close(self):
-        for s in self.sessions:
-            s.close()
-        self.sessions = []
+        """Close every session, whatever one of them does: an error here
+        must not hide the one that brought the caller to close them."""
+        sessions, self.sessions = self.sessions, []
+        for s in sessions:
+            try:
+                s.close()
+            except Exception:  # a session that will not end is killed
+                s.p.kill()
+                s.p.wait()
+                if s.p in PROCS:
+                    PROCS.remove(s.p)

@@ -170,7 +170,7 @@ zkl_report_failed(const char *name, const char *dir, int zk_rc)
 		ereport(ERROR,
 				(errcode(ERRCODE_ZKLOCK_ERROR),
 				 errmsg("ZooKeeper refused the request for lock \"%s\": %s", name, zerror(zk_rc)),
-				 errdetail("The lock directory \"%s\" could not be made: zklock's identity may lack the CREATE right on a directory above it, or another client deletes it.", dir),
+				 errdetail("The lock's directories could not be made (its lock directory is \"%s\"): zklock's identity may lack the CREATE right on a directory above them, or another client deletes them.", dir),
 				 errhint("Check the ACLs under zklock.root and the zklock.auth setting.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_ZKLOCK_ERROR),

@@ -269,7 +269,8 @@ typedef struct zkl_shared_state
 								 * one, not yet connected */
 	char		auths[ZKL_SESSION_AUTHS_LEN];	/* worker only */
 	bool		auth_refused;	/* the worker starts no session: zklock.auth
-								 * is not valid */
+								 * is not valid (the worker writes it, under
+								 * the lock) */
 	int			negotiated_timeout; /* ms */
 	char		server[ZKL_SERVER_LEN];
 	TimestampTz connected_since;

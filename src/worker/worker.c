@@ -451,6 +451,13 @@ zkl_handle_interrupts(void)
 		ProcessConfigFile(PGC_SIGHUP);
 
 		/*
+		 * Without a handle, the next pass tries at once: a reload that
+		 * corrected zklock.auth (session.c) is acted on without waiting.
+		 */
+		if (zkl_zh == NULL)
+			zkl_next_connect = 0;
+
+		/*
 		 * New hosts keep the session: the worker leaves without closing it,
 		 * and the next one reattaches to it at the new servers (the client
 		 * library would only use them after the connection in use breaks).
