@@ -16,7 +16,6 @@ import time
 
 from .cpu import Meter
 from .harness import TCP, Harness
-from .postgres import Acquisitions
 from .processes import BenchError
 from .results import CURATOR
 from .zookeeper import Servers
@@ -25,32 +24,17 @@ from .zookeeper import Servers
 class FleetShape(Harness):
     def fleet_zklock(self):
         """The three clusters' pgbench at once; returns ({n, seconds}, usage)."""
-        counter = Acquisitions(self.fleet, self.log)
-        try:
-            procs = []
-            t0 = time.time()
-            for c in self.fleet:
-                name = "'bench-h-%s-' || :client_id" % c.name
-                script = self.pgbench_script("h-%s.sql" % c.name,
-                                             "SELECT zk_lock_acquire(%s);\n"
-                                             "SELECT zk_lock_release(%s);\n" % (name, name))
-                procs.append(self.pgbench_start(c, script, self.clients,
-                                                seconds=self.fleet_seconds, tcp=True))
-            pids = []
-            for c in self.fleet:
-                pids += self.backends(c, "pgbench", self.clients)
-            a0 = counter.count()
-            m = Meter(self.fleet_zk_pids, [p.pid for p in procs] + self.fleet_workers + pids,
-                      counters=self.fleet_servers.counters)
-            # Read the counters while every pgbench and its backends still run.
-            time.sleep(max(0.1, t0 + round(self.fleet_seconds) - 0.3 - time.time()))
-            a1 = counter.count()
-            usage = m.stop()
-            tps = sum(self.pgbench_tps(p) for p in procs)
-            usage["ops"] = a1 - a0
-            return {"n": tps * self.fleet_seconds, "seconds": self.fleet_seconds}, usage
-        finally:
-            counter.close()
+        scripts = []
+        for c in self.fleet:
+            name = "'bench-h-%s-' || :client_id" % c.name
+            scripts.append((c, self.pgbench_script("h-%s.sql" % c.name,
+                                                   "SELECT zk_lock_acquire(%s);\n"
+                                                   "SELECT zk_lock_release(%s);\n"
+                                                   % (name, name))))
+        tps, usage = self.pgbench_clusters(scripts, self.clients, self.fleet_seconds,
+                                           self.fleet_workers, self.fleet_zk_pids,
+                                           self.fleet_servers.counters)
+        return {"n": tps * self.fleet_seconds, "seconds": self.fleet_seconds}, usage
 
     def fleet_curator(self, jvms):
         """Three Curator processes (warm JVMs), their measured windows

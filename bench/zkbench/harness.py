@@ -531,6 +531,32 @@ class Harness:
             if counter:
                 counter.close()
 
+    def pgbench_clusters(self, scripts, clients, seconds, workers, zk_pids, counters):
+        """pgbench over TCP on several clusters at once, scripts a list of
+        (cluster, script), clients sessions each, metered together: their
+        pgbench processes, backends and workers against zk_pids and
+        counters (ZooKeeper's).  Returns (summed tps, usage), usage's ops
+        the acquisitions counted in the window (Acquisitions)."""
+        counter = Acquisitions([c for c, _ in scripts], self.log)
+        try:
+            t0 = time.time()
+            procs = [self.pgbench_start(c, s, clients, seconds=seconds, tcp=True)
+                     for c, s in scripts]
+            pids = []
+            for c, _ in scripts:
+                pids += self.backends(c, "pgbench", clients)
+            a0 = counter.count()
+            m = Meter(zk_pids, [p.pid for p in procs] + workers + pids, counters=counters)
+            # Read the counters while every pgbench and its backends still run.
+            time.sleep(max(0.1, t0 + round(seconds) - 0.3 - time.time()))
+            a1 = counter.count()
+            usage = m.stop()
+            tps = sum(self.pgbench_tps(p) for p in procs)
+            usage["ops"] = a1 - a0
+            return tps, usage
+        finally:
+            counter.close()
+
     # -- zklock's slots, for (e) and (f) --
 
     def wait_slots(self, cluster, want, timeout=120):

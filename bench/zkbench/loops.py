@@ -19,7 +19,7 @@ import time
 
 from .cpu import Meter
 from .harness import INBACKEND, TCP, Harness
-from .postgres import Acquisitions, Cluster
+from .postgres import Cluster
 from .processes import PROCS, BenchError, spawn
 from .results import CURATOR
 from .stats import handoff_delays, median
@@ -263,31 +263,14 @@ class LoopShapes(Harness):
                     j.close()
 
     def cross_zklock(self, clusters, per):
-        counter = Acquisitions(clusters, self.log)
-        try:
-            procs = []
-            t0 = time.time()
-            for c in clusters:
-                script = self.pgbench_script("cx-%s.sql" % c.name,
-                                             "SELECT zk_lock_acquire('bench-cx');\n"
-                                             "SELECT zk_lock_release('bench-cx');\n")
-                procs.append(self.pgbench_start(c, script, per, seconds=self.loop_seconds,
-                                                tcp=True))
-            pids = []
-            for c in clusters:
-                pids += self.backends(c, "pgbench", per)
-            workers = [c.worker_pid() for c in clusters]
-            a0 = counter.count()
-            m = Meter(self.zk.pid, [p.pid for p in procs] + workers + pids,
-                      counters=self.zk.counters)
-            time.sleep(max(0.1, t0 + round(self.loop_seconds) - 0.3 - time.time()))
-            a1 = counter.count()
-            usage = m.stop()
-            tps = sum(self.pgbench_tps(p) for p in procs)
-            usage["ops"] = a1 - a0
-            return {"n": tps * self.loop_seconds, "seconds": self.loop_seconds}, usage
-        finally:
-            counter.close()
+        scripts = [(c, self.pgbench_script("cx-%s.sql" % c.name,
+                                           "SELECT zk_lock_acquire('bench-cx');\n"
+                                           "SELECT zk_lock_release('bench-cx');\n"))
+                   for c in clusters]
+        tps, usage = self.pgbench_clusters(scripts, per, self.loop_seconds,
+                                           [c.worker_pid() for c in clusters], self.zk.pid,
+                                           self.zk.counters)
+        return {"n": tps * self.loop_seconds, "seconds": self.loop_seconds}, usage
 
     def cross_curator(self, jvms, per):
         start_ms = int((time.time() + self.loop_lead) * 1000)

@@ -686,9 +686,7 @@ zkl_session_proven(int *timeout_ms, TimestampTz *until, int64 *session)
 int
 zkl_no_session_hint(void)
 {
-	zkl_auth_verdict verdict = zkl_auth_judge(zkl_auth);
-
-	if (verdict == ZKL_AUTH_NO_COLON || verdict == ZKL_AUTH_TOO_LONG)
+	if (zkl_auth_bad(zkl_auth))
 		return errhint("Correct zklock.auth, which is not valid, and reload the configuration.");
 	return errhint("Check that zklock.hosts (\"%s\") lists running ZooKeeper servers.", zkl_hosts);
 }
@@ -703,9 +701,7 @@ zkl_no_session_hint(void)
 void
 zkl_fail_if_auth_refused(const char *name, bool refused)
 {
-	zkl_auth_verdict verdict = zkl_auth_judge(zkl_auth);
-
-	if (!refused || verdict == ZKL_AUTH_NONE || verdict == ZKL_AUTH_VALID)
+	if (!refused || !zkl_auth_bad(zkl_auth))
 		return;
 	zkl_cancel_wait(false);
 	ereport(ERROR,

@@ -39,6 +39,15 @@ zkl_auth_judge(const char *value)
 	return ZKL_AUTH_VALID;
 }
 
+/* Whether value is bad: neither no credentials nor valid ones. */
+bool
+zkl_auth_bad(const char *value)
+{
+	zkl_auth_verdict v = zkl_auth_judge(value);
+
+	return v != ZKL_AUTH_NONE && v != ZKL_AUTH_VALID;
+}
+
 /*
  * Whether the check hook refuses value: a bad one, but for the value found
  * when the setting is defined (at_definition), which a refusal would
@@ -47,7 +56,5 @@ zkl_auth_judge(const char *value)
 bool
 zkl_auth_refused(const char *value, bool at_definition)
 {
-	zkl_auth_verdict v = zkl_auth_judge(value);
-
-	return (v == ZKL_AUTH_NO_COLON || v == ZKL_AUTH_TOO_LONG) && !at_definition;
+	return zkl_auth_bad(value) && !at_definition;
 }

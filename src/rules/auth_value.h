@@ -30,6 +30,7 @@ typedef enum zkl_auth_verdict
 }			zkl_auth_verdict;
 
 extern zkl_auth_verdict zkl_auth_judge(const char *value);
+extern bool zkl_auth_bad(const char *value);
 extern bool zkl_auth_refused(const char *value, bool at_definition);
 
 #endif							/* ZKLOCK_AUTH_VALUE_H */

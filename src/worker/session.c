@@ -166,8 +166,8 @@ zkl_schedule_reconnect(void)
  * Which session the next handle is for: the one recorded in shared memory
  * (a worker restart leaves shared memory and the session intact), or one
  * of a previous incarnation or given up, to close it (then
- * zkl_closing_previous).  Returns false, *cid untouched, for a new
- * session.
+ * zkl_closing_previous).  Returns false for a new session (*cid then
+ * means nothing).
  */
 static bool
 zkl_session_to_reattach(clientid_t *cid)

@@ -149,15 +149,13 @@ zkl_auth_session_known(int64 session_id)
 bool
 zkl_auth_usable(void)
 {
-	zkl_auth_verdict verdict = zkl_auth_judge(zkl_auth);
-
-	if (verdict == ZKL_AUTH_NONE || verdict == ZKL_AUTH_VALID)
+	if (!zkl_auth_bad(zkl_auth))
 		return true;
 	if (zkl_auth_reported != NULL && strcmp(zkl_auth_reported, zkl_auth) == 0)
 		return false;
 	ereport(LOG,
 			(errmsg("zklock.auth is not valid"),
-			 verdict == ZKL_AUTH_TOO_LONG ?
+			 zkl_auth_judge(zkl_auth) == ZKL_AUTH_TOO_LONG ?
 			 errdetail("zklock.auth is %zu bytes long; it may be at most %d. The zklock worker gives it to no ZooKeeper session, and starts no new session while it is set.",
 					   strlen(zkl_auth), ZKL_AUTH_MAX_LEN) :
 			 errdetail("zklock.auth must have the form \"user:password\". The zklock worker gives it to no ZooKeeper session, and starts no new session while it is set."),

@@ -451,10 +451,12 @@ zkl_handle_interrupts(void)
 		ProcessConfigFile(PGC_SIGHUP);
 
 		/*
-		 * Without a handle, the next pass tries at once: a reload that
-		 * corrected zklock.auth (session.c) is acted on without waiting.
+		 * A worker that refused a session for a bad zklock.auth (session.c)
+		 * looks again at once: a reload that corrected it is acted on without
+		 * waiting.  Other waits for a connection (back-off, a reattachment's)
+		 * keep their time.  Only the worker writes the flag.
 		 */
-		if (zkl_zh == NULL)
+		if (zkl_zh == NULL && zkl_shared->auth_refused)
 			zkl_next_connect = 0;
 
 		/*

@@ -36,6 +36,9 @@ test_judge(void)
 	check(zkl_auth_judge(longest) == ZKL_AUTH_TOO_LONG, "judge: one byte more is too long");
 	longest[1] = 'x';
 	check(zkl_auth_judge(longest) == ZKL_AUTH_TOO_LONG, "judge: too long is said before no colon");
+	check(!zkl_auth_bad(NULL) && !zkl_auth_bad("") && !zkl_auth_bad("alice:secret"),
+		  "bad: no credentials and valid ones are not bad");
+	check(zkl_auth_bad("alicesecret") && zkl_auth_bad(longest), "bad: no colon and too long are");
 }
 
 static void
