@@ -13,6 +13,11 @@ per delay (0.25 ms and 1 ms each way), measured in the same rounds.
                            delay, in the transaction-scope pattern (BEGIN;
                            SELECT zk_lock_acquire_xact(...); COMMIT).
                            Curator's rows are the same measurements.
+                           Beside it the same transaction without the
+                           lock (BEGIN; COMMIT), and what the lock adds
+                           to the transaction: zklock's less the bare
+                           one, against Curator's whole cycle (a lock
+                           taken around the application's transaction).
 
 Measured: the uncontended cycle, and the cycles per second of 16 clients
 on 16 distinct locks.  It measures with (a)'s and (b)'s means (a_pgbench,
@@ -25,10 +30,18 @@ import time
 from .harness import TCP, Harness
 from .processes import BenchError, Driver
 from .results import CURATOR
+from .stats import median
 
 # zklock with the application remote too (both legs delayed), in the
 # transaction-scope pattern.
 TCP_APP = "zklock/pgbench TCP, app remote (xact)"
+# The same transaction without the lock (BEGIN; COMMIT), through the same
+# relay: what the application pays for its transaction anyway.
+BARE_APP = "BEGIN; COMMIT alone, app remote"
+# What the lock adds to the application's transaction: zklock's transaction
+# less the bare one; for Curator, taken around the transaction, its cycle.
+LOCK_SHARE = "what the lock adds to a transaction, median"
+LOCK_SHARE_ZKLOCK = "zklock (xact less BEGIN; COMMIT)"
 
 
 class NetworkShape(Harness):
@@ -95,6 +108,28 @@ class NetworkShape(Harness):
                 d.p.terminate()
                 d.finish()
 
+    def lock_share_rows(self, app_shape, got):
+        """What the lock adds to the application's transaction, the fair
+        comparison when the application is remote: a Curator user pays the
+        transaction too, with the lock taken around it, so Curator's lock
+        adds its whole cycle; zklock's adds its transaction's median less
+        the bare transaction's (BEGIN; COMMIT, through the same relay),
+        round by round for the spread."""
+        if TCP_APP not in got or BARE_APP not in got or CURATOR not in got:
+            return
+        xact, bare, cur = got[TCP_APP][0], got[BARE_APP][0], got[CURATOR][0]
+        share = median([x for p in xact for x in p]) - median([x for p in bare for x in p])
+        self.say("  %-34s %.3f ms  (BEGIN; COMMIT alone: %.3f ms)"
+                 % (LOCK_SHARE_ZKLOCK, share, median([x for p in bare for x in p])))
+        note = ("%s: zklock's app+ZK remote transaction (BEGIN; SELECT zk_lock_acquire_xact(...); "
+                "COMMIT) less the same transaction without the lock (BEGIN; COMMIT, row %s), "
+                "medians, round by round for the spread; Curator's is its whole cycle, a lock "
+                "taken around the application's transaction" % (LOCK_SHARE, BARE_APP))
+        self.res.add(app_shape, LOCK_SHARE, LOCK_SHARE_ZKLOCK, share, "ms", note=note,
+                     rounds=[median(x) - median(b) for x, b in zip(xact, bare)])
+        self.res.add(app_shape, LOCK_SHARE, CURATOR, median([x for p in cur for x in p]), "ms",
+                     rounds=[median(p) for p in cur])
+
     def g_rounds_of(self, delay_us, shape, app_shape, jvm, kazoo, p, pg_port):
         at_1ms = delay_us >= 1000
         app_note = ("%s: the application remote too: pgbench -M prepared -j 2 reaches "
@@ -104,6 +139,9 @@ class NetworkShape(Harness):
                     "released at commit), a cycle being that transaction; Curator's rows are "
                     "the same measurements as in %s (its only leg is to ZooKeeper)"
                     % (app_shape, shape))
+        bare_note = ("%s: the application's transaction without the lock (BEGIN; COMMIT), "
+                     "by pgbench -M prepared -j 2 through the same relay: what the application "
+                     "pays for its transaction with or without a lock" % app_shape)
         zk_note = ("%s: the lock taken next to PostgreSQL (pgbench on PostgreSQL's machine, "
                    "loopback), ZooKeeper remote: only the ZooKeeper leg is delayed; Curator "
                    "and kazoo reach ZooKeeper through the same relay" % shape)
@@ -111,6 +149,7 @@ class NetworkShape(Harness):
             ("zklock/pgbench", lambda: self.a_pgbench("zklock")),
             (TCP, lambda: self.a_pgbench("zklock", tcp=True)),
             (TCP_APP, lambda: self.a_pgbench("xact", tcp=True, port=pg_port)),
+            (BARE_APP, lambda: self.a_pgbench("bare", tcp=True, port=pg_port)),
             (CURATOR, lambda: self.a_jvm(jvm)),
             ("kazoo", lambda: self.a_driver(kazoo + ["a"])),
         ]
@@ -119,12 +158,14 @@ class NetworkShape(Harness):
             if name in got:
                 # Issue 32's targets at 1 ms, once: on the TCP row.
                 target = ("ratio<=", 0.4) if at_1ms and name == TCP else None
-                self.cycle_rows(app_shape if name == TCP_APP else shape, "", "%-34s" % name,
-                                name, got, target=target,
+                self.cycle_rows(app_shape if name in (TCP_APP, BARE_APP) else shape, "",
+                                "%-34s" % name, name, got, target=target,
                                 note=zk_note if name == TCP else
-                                app_note if name == TCP_APP else None)
+                                app_note if name == TCP_APP else
+                                bare_note if name == BARE_APP else None)
         if CURATOR in got:
             self.cycle_rows(app_shape, "", "%-34s" % (CURATOR + " (again)"), CURATOR, got)
+        self.lock_share_rows(app_shape, got)
         self.zk_cpu_rows(shape, got, [TCP, CURATOR])
         self.zk_cpu_rows(app_shape, got, [TCP_APP, CURATOR])
         self.jvm_rows(shape, CURATOR, got)

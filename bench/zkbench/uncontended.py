@@ -30,11 +30,14 @@ class UncontendedShape(Harness):
                                     setup=None if stats else "SET zklock.track_stats = off")
 
     def a_pgbench(self, kind, tcp=False, port=None):
-        """(a)'s cycle by pgbench, one client; kind zklock, advisory, or
-        xact (BEGIN; SELECT zk_lock_acquire_xact(...); COMMIT); port:
-        another TCP port to reach the main cluster through (a relay)."""
+        """(a)'s cycle by pgbench, one client; kind zklock, advisory, xact
+        (BEGIN; SELECT zk_lock_acquire_xact(...); COMMIT), or bare (BEGIN;
+        COMMIT: the transaction alone, without a lock); port: another TCP
+        port to reach the main cluster through (a relay)."""
         if kind == "xact":
             body = "BEGIN;\nSELECT zk_lock_acquire_xact('bench-a-pgbench');\nCOMMIT;\n"
+        elif kind == "bare":
+            body = "BEGIN;\nCOMMIT;\n"
         else:
             acq, rel = {"zklock": ("zk_lock_acquire('bench-a-pgbench')",
                                    "zk_lock_release('bench-a-pgbench')"),
@@ -47,7 +50,7 @@ class UncontendedShape(Harness):
         for old in os.listdir(self.a.work):
             if old.startswith(base):
                 os.remove(os.path.join(self.a.work, old))
-        worker = kind != "advisory"
+        worker = kind not in ("advisory", "bare")
         if self.smoke:
             _, usage = self.pgbench(script, 1, log_prefix=prefix, transactions=self.a_maxn,
                                     worker=worker, tcp=tcp, port=port)
