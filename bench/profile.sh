@@ -12,7 +12,9 @@
 # SHAPE: b (the default: 16 clients over the Unix socket), b-tcp (the same
 # over TCP to 127.0.0.1, -j 2, as issue 32 measures it) or a-tcp (shape
 # (a): one client on one lock over TCP; pgbench's average latency is
-# printed too).
+# printed too).  A client's mean cycle, and ZooKeeper's own time per
+# request over the window (mntr's zk_avg_latency), are printed too.
+# PROFILE_WARMUP: seconds of unmeasured load first (default 20).
 #
 #   bash bench/profile.sh [SECONDS] [SHAPE]
 set -euo pipefail
@@ -63,9 +65,30 @@ chmod 644 "$WORK/b.sql"
 WORKER=$("${PSQL[@]}" -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'zklock worker'")
 ZK_PID=$(cat "$WORK/zk/zk1.pid")
 
-# Warm up (ZooKeeper's JIT, the plans), unmeasured.
+# Warm up (ZooKeeper's JIT, the plans), unmeasured: ZooKeeper's CPU per
+# cycle keeps falling for about 20 s of this load.
 "${AS_USER[@]}" "$PGBIN/pgbench" -n -M prepared -h "$PGB_HOST" -p "$PORT" -U postgres \
-	-c "$CLIENTS" -j "$THREADS" -T 3 -f "$WORK/b.sql" postgres >/dev/null
+	-c "$CLIENTS" -j "$THREADS" -T "${PROFILE_WARMUP:-20}" -f "$WORK/b.sql" postgres >/dev/null
+
+# A four-letter command to ZooKeeper (the first server of ZK_CONNECT);
+# prints the lines of its answer whose key is one of those given.
+four_letters() {
+	/usr/bin/python3 - "$ZK_CONNECT" "$@" <<'EOF'
+import socket, sys
+host, port = sys.argv[1].split(",")[0].rsplit(":", 1)
+with socket.create_connection((host, int(port)), timeout=10) as s:
+    s.sendall(sys.argv[2].encode())
+    out = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        out += d
+for line in out.decode().splitlines():
+    if line.split("\t")[0] in sys.argv[3:]:
+        print(line)
+EOF
+}
 
 # Per-thread CPU ticks and context switches of the parts, before and after.
 snapshot() {
@@ -117,6 +140,8 @@ PGBENCH=$!
 sleep 1
 before=$(snapshot)
 acq0=$("${PSQL[@]}" -c 'SELECT acquired FROM zk_status()')
+# ZooKeeper's own latency figures count from here (srst resets them).
+four_letters srst >/dev/null
 if command -v perf >/dev/null; then
 	perf record -q -a -g -o "$WORK/perf.data" -- sleep "$SECONDS_RUN" 2>/dev/null || true
 else
@@ -124,14 +149,21 @@ else
 fi
 after=$(snapshot)
 acq1=$("${PSQL[@]}" -c 'SELECT acquired FROM zk_status()')
+zk_latency=$(four_letters mntr zk_avg_latency zk_packets_received)
 wait "$PGBENCH"
 cycles=$((acq1 - acq0))
 HZ=$(getconf CLK_TCK)
 
 echo "shape $SHAPE: $CLIENTS clients, $CLIENTS locks, $cycles cycles in ${SECONDS_RUN} s" \
 	"($(awk -v n="$cycles" -v s="$SECONDS_RUN" 'BEGIN { printf "%.0f", n / s }') /s)"
-[ "$CLIENTS" -gt 1 ] || echo "mean cycle of the one client: $(awk -v n="$cycles" -v s="$SECONDS_RUN" \
-	'BEGIN { printf "%.3f", s * 1000 / n }') ms"
+echo "mean cycle of a client: $(awk -v n="$cycles" -v s="$SECONDS_RUN" -v c="$CLIENTS" \
+	'BEGIN { printf "%.3f", c * s * 1000 / n }') ms"
+# ZooKeeper's mean time per request, from its reading of the request to
+# its answer (mntr's zk_avg_latency, in ms), and its requests per cycle.
+echo "$zk_latency" | awk -F '\t' -v n="$cycles" '
+	$1 == "zk_avg_latency" { lat = $2 }
+	$1 == "zk_packets_received" { req = $2 }
+	END { printf "ZooKeeper: %s ms per request from its reading to its answer (mntr), %.3f requests per cycle\n", lat, req / n }'
 printf '%-40s %12s %14s\n' "part" "CPU us/cycle" "switches/cycle"
 join -t $'\t' <(echo "$before" | sort) <(echo "$after" | sort) |
 	awk -F '\t' -v n="$cycles" -v hz="$HZ" '{
