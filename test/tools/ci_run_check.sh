@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # ci_run_check.sh: .ci/run, the CI entry point, must let no variable through
 # that picks, shortens or keeps a part of the suite.  Every such name the
-# suite reads (the SOAK_, FUZZ_, EXPLORE_, ZKLOCK_ and PROVE_ variables
-# written anywhere under test/, .ci/ or in the Makefile, and PG_CONFIG and
-# HARNESS_OPTIONS) is set, .ci/run is run with its last line, the start of
-# the suite, replaced by a listing of the environment, and none may be left.
-# Run by `make check-static`.
+# suite reads is set: the SOAK_, FUZZ_, EXPLORE_, ZKLOCK_ and PROVE_
+# variables written in the text files under test/ and .ci/ and in the
+# Makefile (grep -I: the fuzz targets built under test/ are no text), and
+# PG_CONFIG and HARNESS_OPTIONS.  .ci/run is then run with its last line,
+# the start of the suite, replaced by a listing of the environment, and
+# none may be left.  Run by `make check-static`.
 set -euo pipefail
 
 top=${1:-.}
-names=$(grep -rhoE '\b(SOAK|FUZZ|EXPLORE|ZKLOCK|PROVE)_[A-Z0-9_]*[A-Z0-9]\b' \
+names=$(grep -rIhoE '\b(SOAK|FUZZ|EXPLORE|ZKLOCK|PROVE)_[A-Z0-9_]*[A-Z0-9]\b' \
 	"$top/test" "$top/.ci" "$top/Makefile" | LC_ALL=C sort -u)
 names="$names PG_CONFIG HARNESS_OPTIONS"
 
