@@ -11,10 +11,15 @@
 # worker and of the backends.  Stops everything it started, by pid.
 # SHAPE: b (the default: 16 clients over the Unix socket), b-tcp (the same
 # over TCP to 127.0.0.1, -j 2, as issue 32 measures it) or a-tcp (shape
-# (a): one client on one lock over TCP; pgbench's average latency is
-# printed too).  A client's mean cycle, and ZooKeeper's own time per
-# request over the window (mntr's zk_avg_latency), are printed too.
-# PROFILE_WARMUP: seconds of unmeasured load first (default 20).
+# (a): one client on one lock over TCP).  Also printed: a client's mean
+# cycle (clients x seconds / cycles, Little's law, not timed), and
+# ZooKeeper's own figures over the window (mntr, after srst): its writes
+# and reads per cycle and the mean time of each from its reading of the
+# request to its answer, and its mean fsync; ZooKeeper counts these in
+# whole milliseconds, so a mean below 1 ms is a share of requests that
+# took one.  PROFILE_WARMUP: seconds of unmeasured load first (default 20;
+# 0: none).  PROFILE_PERF=0: no perf sampling, which costs CPU in the
+# window and so lengthens what it measures.
 #
 #   bash bench/profile.sh [SECONDS] [SHAPE]
 set -euo pipefail
@@ -67,11 +72,15 @@ ZK_PID=$(cat "$WORK/zk/zk1.pid")
 
 # Warm up (ZooKeeper's JIT, the plans), unmeasured: ZooKeeper's CPU per
 # cycle keeps falling for about 20 s of this load.
-"${AS_USER[@]}" "$PGBIN/pgbench" -n -M prepared -h "$PGB_HOST" -p "$PORT" -U postgres \
-	-c "$CLIENTS" -j "$THREADS" -T "${PROFILE_WARMUP:-20}" -f "$WORK/b.sql" postgres >/dev/null
+WARMUP=${PROFILE_WARMUP:-20}
+if [ "$WARMUP" -gt 0 ]; then
+	"${AS_USER[@]}" "$PGBIN/pgbench" -n -M prepared -h "$PGB_HOST" -p "$PORT" -U postgres \
+		-c "$CLIENTS" -j "$THREADS" -T "$WARMUP" -f "$WORK/b.sql" postgres >/dev/null
+fi
 
 # A four-letter command to ZooKeeper (the first server of ZK_CONNECT);
-# prints the lines of its answer whose key is one of those given.
+# prints the lines of its answer whose key is one of those given, or all
+# of them when none is given.
 four_letters() {
 	/usr/bin/python3 - "$ZK_CONNECT" "$@" <<'EOF'
 import socket, sys
@@ -85,7 +94,7 @@ with socket.create_connection((host, int(port)), timeout=10) as s:
             break
         out += d
 for line in out.decode().splitlines():
-    if line.split("\t")[0] in sys.argv[3:]:
+    if len(sys.argv) == 3 or line.split("\t")[0] in sys.argv[3:]:
         print(line)
 EOF
 }
@@ -138,32 +147,39 @@ EOF
 	-c "$CLIENTS" -j "$THREADS" -T "$((SECONDS_RUN + 8))" -f "$WORK/b.sql" postgres >"$WORK/pgbench.out" &
 PGBENCH=$!
 sleep 1
+# ZooKeeper's own figures count from here (srst resets them).
+if [ "$(four_letters srst)" != "Server stats reset." ]; then
+	echo "profile.sh: ZooKeeper did not reset its statistics (srst)" >&2
+	exit 1
+fi
 before=$(snapshot)
 acq0=$("${PSQL[@]}" -c 'SELECT acquired FROM zk_status()')
-# ZooKeeper's own latency figures count from here (srst resets them).
-four_letters srst >/dev/null
-if command -v perf >/dev/null; then
+if [ "${PROFILE_PERF:-1}" != 0 ] && command -v perf >/dev/null; then
 	perf record -q -a -g -o "$WORK/perf.data" -- sleep "$SECONDS_RUN" 2>/dev/null || true
 else
 	sleep "$SECONDS_RUN"
 fi
 after=$(snapshot)
 acq1=$("${PSQL[@]}" -c 'SELECT acquired FROM zk_status()')
-zk_latency=$(four_letters mntr zk_avg_latency zk_packets_received)
+zk_figures=$(four_letters mntr zk_cnt_updatelatency zk_avg_updatelatency \
+	zk_cnt_readlatency zk_avg_readlatency zk_avg_fsynctime)
 wait "$PGBENCH"
 cycles=$((acq1 - acq0))
+if [ "$cycles" -le 0 ]; then
+	echo "profile.sh: no cycle was done in the window" >&2
+	exit 1
+fi
 HZ=$(getconf CLK_TCK)
 
 echo "shape $SHAPE: $CLIENTS clients, $CLIENTS locks, $cycles cycles in ${SECONDS_RUN} s" \
 	"($(awk -v n="$cycles" -v s="$SECONDS_RUN" 'BEGIN { printf "%.0f", n / s }') /s)"
 echo "mean cycle of a client: $(awk -v n="$cycles" -v s="$SECONDS_RUN" -v c="$CLIENTS" \
 	'BEGIN { printf "%.3f", c * s * 1000 / n }') ms"
-# ZooKeeper's mean time per request, from its reading of the request to
-# its answer (mntr's zk_avg_latency, in ms), and its requests per cycle.
-echo "$zk_latency" | awk -F '\t' -v n="$cycles" '
-	$1 == "zk_avg_latency" { lat = $2 }
-	$1 == "zk_packets_received" { req = $2 }
-	END { printf "ZooKeeper: %s ms per request from its reading to its answer (mntr), %.3f requests per cycle\n", lat, req / n }'
+echo "$zk_figures" | awk -F '\t' -v n="$cycles" '
+	{ v[$1] = $2 }
+	END {
+		printf "ZooKeeper (mntr): %.3f writes per cycle, %s ms each from its reading to its answer;", v["zk_cnt_updatelatency"] / n, v["zk_avg_updatelatency"]
+		printf " %.3f reads per cycle, %s ms each; fsync %s ms\n", v["zk_cnt_readlatency"] / n, v["zk_avg_readlatency"], v["zk_avg_fsynctime"] }'
 printf '%-40s %12s %14s\n' "part" "CPU us/cycle" "switches/cycle"
 join -t $'\t' <(echo "$before" | sort) <(echo "$after" | sort) |
 	awk -F '\t' -v n="$cycles" -v hz="$HZ" '{

@@ -77,7 +77,9 @@ class FleetShape(Harness):
                                                  self.loop_warmup, "distinct"],
                                           "the fleet's loop",
                                           root="/zkbench/curator-fleet%d" % (i + 1)))
-            self.shape_h_rounds(shape, k, jvms)
+            together = self.jvms_warm_together(lambda: self.fleet_curator(jvms), k,
+                                               "the fleet's loop")
+            self.shape_h_rounds(shape, k, jvms, together)
         finally:
             for j in jvms:
                 j.close()
@@ -98,7 +100,7 @@ class FleetShape(Harness):
                 self.say("  (h): the ensemble's warm-up (zkfloor %s) failed, try %d of 3: %s"
                          % (cmd[0], attempt, e))
 
-    def shape_h_rounds(self, shape, k, jvms):
+    def shape_h_rounds(self, shape, k, jvms, together):
         contenders = [(TCP, self.fleet_zklock), (CURATOR, lambda: self.fleet_curator(jvms))]
         got = self.rounds(shape, contenders, self.fleet_rounds)
         notes = {
@@ -109,8 +111,8 @@ class FleetShape(Harness):
                  % (k, len(self.fleet_zk_pids), self.clients),
             CURATOR: "fleet: %d Curator processes (one CuratorFramework each, one warm JVM "
                      "each) of %d threads, each thread on a lock of its own, on the same "
-                     "ensemble, their measured windows starting together; %s"
-                     % (k, self.clients, jvms[0].warm_note),
+                     "ensemble, their measured windows starting together; %s; %s"
+                     % (k, self.clients, jvms[0].warm_note, together),
         }
         for name, _ in contenders:
             if name not in got:

@@ -135,8 +135,10 @@ class Harness:
         # its compile time read with jstat.
         if self.smoke:
             self.jvm_window, self.jvm_settled_ms, self.jvm_max_windows = 0.3, 20, 3
+            self.jvm_together_windows = 1
         else:
             self.jvm_window, self.jvm_settled_ms, self.jvm_max_windows = 1.0, 10, 60
+            self.jvm_together_windows = 8
         # Equal offered load (CPU per cycle compared at the same rate):
         # (b)'s clients, rate-limited, for load_seconds, load_rounds rounds.
         if self.smoke:
@@ -279,6 +281,31 @@ class Harness:
                             " (NOT settled: stopped at the limit of %d windows)"
                             % self.jvm_max_windows, " ".join("%d" % j for j in jits)))
         self.say("  " + jvm.warm_note)
+
+    def jvms_warm_together(self, window, k, what):
+        """Curator JVMs whose measured windows run together (k of them: (c)
+        across clusters, the fleet) compile more the first time they do,
+        each warmed alone before: warm them together too, with whole
+        unmeasured windows (window() runs one, like a measured round, and
+        returns (data, usage) with usage["jit_ms"] summed over the JVMs),
+        until their JIT's compile time rises by less than jvm_settled_ms
+        per JVM in each of two windows in a row, at most
+        jvm_together_windows.  Returns a note saying so."""
+        jits, settled = [], 0
+        while len(jits) < self.jvm_together_windows:
+            _, usage = window()
+            jits.append(usage.get("jit_ms") or 0)
+            settled = settled + 1 if jits[-1] < k * self.jvm_settled_ms else 0
+            if settled >= 2:
+                break
+        note = ("then the %d JVMs warmed together with %d unmeasured windows of %s until their "
+                "JIT's compile time rose by less than %d ms a window twice in a row%s; JIT ms "
+                "per window, summed: %s"
+                % (k, len(jits), what, k * self.jvm_settled_ms, "" if settled >= 2 else
+                   " (NOT settled: stopped at the limit of %d windows)" % self.jvm_together_windows,
+                   " ".join("%d" % j for j in jits)))
+        self.say("  " + note)
+        return note
 
     def jvm_run(self, jvm, args, ops):
         """One measured round in a warm JVM: returns (its JSON, usage); the

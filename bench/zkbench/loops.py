@@ -257,7 +257,9 @@ class LoopShapes(Harness):
                     jvms.append(self.jvm_open(self.java, ["loop", per, self.loop_seconds,
                                                           self.loop_warmup, "same"],
                                               "%s's loop" % shape, root="/zkbench/curator-cx"))
-                self.shape_cross_rounds(shape, clusters[:k], per, jvms)
+                together = self.jvms_warm_together(lambda: self.cross_curator(jvms, per), k,
+                                                   "%s's loop" % shape)
+                self.shape_cross_rounds(shape, clusters[:k], per, jvms, together)
             finally:
                 for j in jvms:
                     j.close()
@@ -287,7 +289,7 @@ class LoopShapes(Harness):
         usage["gc_ms"] = sum(o.get("gc_ms", 0) for o in outs)
         return {"n": n, "seconds": self.loop_seconds}, usage
 
-    def shape_cross_rounds(self, shape, clusters, per, jvms):
+    def shape_cross_rounds(self, shape, clusters, per, jvms, together):
         k = len(clusters)
         contenders = [(TCP, lambda: self.cross_zklock(clusters, per)),
                       (CURATOR, lambda: self.cross_curator(jvms, per))]
@@ -297,8 +299,8 @@ class LoopShapes(Harness):
                  "worker, %d clients each (pgbench -M prepared -j 2 over TCP), all on one lock "
                  "at once; a handoff to another cluster goes through ZooKeeper" % (k, per),
             CURATOR: "%d Curator processes (one CuratorFramework each, one warm JVM each) of "
-                     "%d threads on the same lock, their windows starting together; %s"
-                     % (k, per, jvms[0].warm_note),
+                     "%d threads on the same lock, their windows starting together; %s; %s"
+                     % (k, per, jvms[0].warm_note, together),
         }
         for name, _ in contenders:
             if name not in got:
