@@ -160,6 +160,9 @@ else
 	sleep "$SECONDS_RUN"
 fi
 after=$(snapshot)
+# The backends' pids, for perf's report: pgbench's connections.
+BACKENDS=$("${PSQL[@]}" -c "SELECT string_agg(pid::text, ',') FROM pg_stat_activity
+	WHERE backend_type = 'client backend' AND application_name = 'pgbench'")
 acq1=$("${PSQL[@]}" -c 'SELECT acquired FROM zk_status()')
 zk_figures=$(four_letters mntr zk_cnt_updatelatency zk_avg_updatelatency \
 	zk_cnt_readlatency zk_avg_readlatency zk_avg_fsynctime)
@@ -190,6 +193,10 @@ if [ -f "$WORK/perf.data" ]; then
 	echo "hottest symbols of the zklock worker (perf, whole machine, ${SECONDS_RUN} s):"
 	perf report -q -i "$WORK/perf.data" --no-children -g none --pid "$WORKER" --sort sym \
 		--stdio 2>/dev/null | grep -v '^$' | grep -v '^ *|' | grep -v '^ *-' | head -15 || true
+	echo
+	echo "hottest symbols of the backends (perf, whole machine, ${SECONDS_RUN} s):"
+	perf report -q -i "$WORK/perf.data" --no-children -g none --pid "$BACKENDS" --sort dso,sym \
+		--stdio 2>/dev/null | grep -v '^$' | grep -v '^ *|' | grep -v '^ *-' | head -25 || true
 	echo
 	echo "CPU by command (perf samples, whole machine):"
 	perf report -q -i "$WORK/perf.data" --no-children -g none --sort comm --stdio 2>/dev/null |

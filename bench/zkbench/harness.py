@@ -307,6 +307,19 @@ class Harness:
         self.say("  " + note)
         return note
 
+    def warm_round(self, measure, what):
+        """One unmeasured round of measure() (a contender's, like a measured
+        round), right before the measured rounds: after the Curator JVMs'
+        joint warm-up the servers have run only Curator's load for a while,
+        and the first contender of the first round would otherwise meet
+        them so.  Returns a note saying so."""
+        data, _ = measure()
+        rate = data["n"] / data["seconds"] if data.get("seconds") else 0
+        note = ("one unmeasured round of %s right before the measured rounds (%.0f cycles/s)"
+                % (what, rate))
+        self.say("  " + note)
+        return note
+
     def jvm_run(self, jvm, args, ops):
         """One measured round in a warm JVM: returns (its JSON, usage); the
         usage carries the JVM's JIT and GC milliseconds of the window."""
