@@ -7,9 +7,13 @@ Prints one Markdown table: per target (a row of results.csv with a
 `target`), each run's zklock figure, Curator's, the ratio with the rounds'
 min-max, whether it was met, and the CSV line the figures come from (line 1
 is the header), so that every figure quoted in README.md and
-bench/README.md can be found in the committed CSV it comes from.
+bench/README.md can be found in the committed CSV it comes from.  A run is
+named by its directory when that is runN (bench/out/run19/results.csv:
+"run 19"), else by its place on the command line.
 """
 import csv
+import os
+import re
 import sys
 
 
@@ -45,6 +49,12 @@ def ratio(row):
     return f"{float(row['vs_curator']):.2f}x{spread}"
 
 
+def run_name(path, n):
+    """'run N' from a directory runN, else 'run n' (n: its place, from 1)."""
+    m = re.fullmatch(r'run(\d+)', os.path.basename(os.path.dirname(os.path.abspath(path))))
+    return f'run {m.group(1)}' if m else f'run {n}'
+
+
 def main(paths):
     runs = []
     for path in paths:
@@ -56,8 +66,9 @@ def main(paths):
     for run in runs[1:]:
         keys += [k for k in run if k not in keys]
     head = ['shape', 'metric', 'target']
-    for n in range(1, len(runs) + 1):
-        head += [f'run {n}: zklock', 'Curator', 'ratio [rounds min-max]', 'met', 'CSV line']
+    for n, path in enumerate(paths, start=1):
+        head += [f'{run_name(path, n)}: zklock', 'Curator', 'ratio [rounds min-max]', 'met',
+                 'CSV line']
     print('| ' + ' | '.join(head) + ' |')
     print('|' + '---|' * len(head))
     for key in keys:
