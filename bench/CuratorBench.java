@@ -12,9 +12,14 @@
  *       harness sends warm-up windows first, until the JIT's compile time
  *       stops rising, then the measured rounds.  Each InterProcessMutex is
  *       made once, on its first use, and reused by every later command.
- *   CuratorBench CONNECT a SECONDS WARMUP MAXN
+ *   CuratorBench CONNECT a SECONDS WARMUP MAXN [JDBCURL]
  *       one thread, one lock, uncontended acquire + release: per-cycle
- *       latency, after WARMUP unmeasured cycles, for SECONDS or MAXN cycles;
+ *       latency, after WARMUP unmeasured cycles, for SECONDS or MAXN cycles.
+ *       With JDBCURL, a cycle is the application's transaction inside the
+ *       lock, as a Curator user writes it: acquire, BEGIN and COMMIT on one
+ *       JDBC connection to that URL (opened on first use and kept, its
+ *       statements prepared by the driver as it does for any application),
+ *       release;
  *   CuratorBench CONNECT loop THREADS SECONDS WARMUP distinct|same [START [RATE]]
  *       THREADS threads each doing WARMUP cycles, then, from a common start
  *       (once all are warm, and not before START, milliseconds since the
@@ -59,6 +64,9 @@ import java.io.InputStreamReader;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -81,6 +89,9 @@ public final class CuratorBench
 
 	/* The mutexes made so far, by path and thread: made once, reused. */
 	private static final Map<String, InterProcessMutex> MUTEXES = new HashMap<>();
+
+	/* The JDBC connections opened so far, by URL: opened once, reused. */
+	private static final Map<String, Connection> CONNECTIONS = new HashMap<>();
 
 	/* The JVM's own counters at the start of a measured window. */
 	private static volatile long[] jvm0;
@@ -126,7 +137,7 @@ public final class CuratorBench
 
 	private static void usage()
 	{
-		System.err.println("usage: CuratorBench CONNECT a SECONDS WARMUP MAXN"
+		System.err.println("usage: CuratorBench CONNECT a SECONDS WARMUP MAXN [JDBCURL]"
 						   + " | loop THREADS SECONDS WARMUP distinct|same [START [RATE]]"
 						   + " | waiters N | serve");
 		System.exit(2);
@@ -137,7 +148,7 @@ public final class CuratorBench
 	{
 		if (args[at].equals("a") && args.length >= at + 4)
 			uncontended(client, Double.parseDouble(args[at + 1]), Integer.parseInt(args[at + 2]),
-						Integer.parseInt(args[at + 3]));
+						Integer.parseInt(args[at + 3]), args.length > at + 4 ? args[at + 4] : null);
 		else if (args[at].equals("loop") && args.length >= at + 5)
 			loop(client, Integer.parseInt(args[at + 1]), Double.parseDouble(args[at + 2]),
 				 Integer.parseInt(args[at + 3]), args[at + 4].equals("same"),
@@ -209,33 +220,90 @@ public final class CuratorBench
 		return "0x" + Long.toHexString(client.getZookeeperClient().getZooKeeper().getSessionId());
 	}
 
-	private static void uncontended(CuratorFramework client, double seconds, int warmup, int maxn)
-		throws Exception
+	/*
+	 * The application's transaction of a cycle in mode a with a JDBC URL:
+	 * BEGIN and COMMIT, two round trips, as pgbench -M prepared sends them.
+	 */
+	private static final class Transaction implements AutoCloseable
+	{
+		private final PreparedStatement begin;
+		private final PreparedStatement commit;
+
+		Transaction(Connection conn) throws Exception
+		{
+			begin = conn.prepareStatement("BEGIN");
+			commit = conn.prepareStatement("COMMIT");
+		}
+
+		void run() throws Exception
+		{
+			begin.execute();
+			commit.execute();
+		}
+
+		@Override
+		public void close() throws Exception
+		{
+			begin.close();
+			commit.close();
+		}
+	}
+
+	private static synchronized Connection connection(String url) throws Exception
+	{
+		Connection conn = CONNECTIONS.get(url);
+
+		if (conn == null)
+		{
+			conn = DriverManager.getConnection(url);
+			CONNECTIONS.put(url, conn);
+		}
+		return conn;
+	}
+
+	/* One cycle of mode a: the lock, and the transaction inside it if any. */
+	private static void uncontendedCycle(InterProcessMutex mutex, Transaction xact) throws Exception
+	{
+		mutex.acquire();
+		try
+		{
+			if (xact != null)
+				xact.run();
+		}
+		finally
+		{
+			mutex.release();
+		}
+	}
+
+	private static void uncontended(CuratorFramework client, double seconds, int warmup, int maxn,
+									String jdbcUrl) throws Exception
 	{
 		InterProcessMutex mutex = mutex(client, ROOT + "/a", 0);
 		double[] lat = new double[maxn];
 		int n = 0;
+		double secondsRun;
 
-		for (int i = 0; i < warmup; i++)
+		try (Transaction xact = jdbcUrl == null ? null : new Transaction(connection(jdbcUrl)))
 		{
-			mutex.acquire();
-			mutex.release();
-		}
-		System.out.println("measuring");
-		jvm0 = jvmCounters();
-		long start = System.nanoTime();
-		long end = start + (long) (seconds * 1e9);
-		while (n < maxn && System.nanoTime() < end)
-		{
-			long s = System.nanoTime();
+			for (int i = 0; i < warmup; i++)
+				uncontendedCycle(mutex, xact);
+			System.out.println("measuring");
+			jvm0 = jvmCounters();
+			long start = System.nanoTime();
+			long end = start + (long) (seconds * 1e9);
+			while (n < maxn && System.nanoTime() < end)
+			{
+				long s = System.nanoTime();
 
-			mutex.acquire();
-			mutex.release();
-			lat[n++] = (System.nanoTime() - s) / 1e6;
+				uncontendedCycle(mutex, xact);
+				lat[n++] = (System.nanoTime() - s) / 1e6;
+			}
+			secondsRun = (System.nanoTime() - start) / 1e9;
 		}
 		StringBuilder out = new StringBuilder();
 		out.append("{\"n\": ").append(n)
-			.append(", \"seconds\": ").append((System.nanoTime() - start) / 1e9)
+			.append(", \"seconds\": ").append(secondsRun)
 			.append(jvmJson())
 			.append(", \"session\": \"").append(session(client)).append("\", \"lat_ms\": [");
 		for (int i = 0; i < n; i++)

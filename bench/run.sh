@@ -108,10 +108,11 @@ done >"$WORK/fleet-initdb.log" 2>&1 &
 FLEET_INIT_PID=$!
 
 say "drivers"
-# Curator and the ZooKeeper Java client, from Debian's packages.
+# Curator and the ZooKeeper Java client, from Debian's packages; and
+# PostgreSQL's JDBC driver, for Curator's application transaction in (g).
 CP=
 for j in curator-recipes curator-framework curator-client zookeeper zookeeper-jute \
-	guava failureaccess slf4j-api slf4j-nop; do
+	guava failureaccess slf4j-api slf4j-nop postgresql; do
 	[ -r "/usr/share/java/$j.jar" ] && CP="$CP${CP:+:}/usr/share/java/$j.jar"
 done
 mkdir -p "$WORK/classes"

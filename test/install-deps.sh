@@ -35,7 +35,7 @@ DEMO=no
 
 PACKAGES=(postgresql-15 postgresql-server-dev-15 libzookeeper-mt-dev libzookeeper-st2 zookeeper
 	libipc-run-perl default-jdk-headless build-essential
-	libcurator-recipes-java python3-kazoo gnuplot-nox gdb
+	libcurator-recipes-java libpostgresql-jdbc-java python3-kazoo gnuplot-nox gdb
 	pg-bsd-indent cppcheck linux-perf
 	pgbouncer postgresql-15-cron python3-alembic python3-psycopg2 python3-django python3-hypothesis
 	prometheus-postgres-exporter prometheus stunnel4 debhelper dpkg-dev postgresql-server-dev-all

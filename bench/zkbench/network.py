@@ -18,9 +18,11 @@ per delay (0.25 ms and 1 ms each way), measured in the same rounds.
                            lock against Curator's cycle plus the bare
                            transaction; and what the lock adds to the
                            transaction (zklock's less the bare one)
-                           against Curator's whole cycle.  Curator's side
-                           of both is modelled from its cycle (a lock
-                           taken around the application's transaction).
+                           against Curator's.  Curator's side of both is
+                           measured: in the same warm JVM, a cycle is the
+                           lock taken around the application's
+                           transaction (acquire; BEGIN; COMMIT over JDBC
+                           through the same relay; release).
 
 Measured: the uncontended cycle, and the cycles per second of 16 clients
 on 16 distinct locks.  It measures with (a)'s and (b)'s means (a_pgbench,
@@ -47,6 +49,9 @@ LOCK_SHARE = "what the lock adds to a transaction, median"
 # The application's transaction with the lock, against Curator's cycle plus
 # the bare transaction (modelled: the sum of two medians).
 WITH_LOCK = "the transaction with its lock, median"
+# Curator's user's cycle with the application remote: the lock taken
+# around the same transaction, over JDBC through the same relay.
+CURATOR_APP = "Curator + BEGIN; COMMIT, app remote"
 # The bare transaction's own metric: it is no lock's cycle.
 BARE = "transaction without a lock, median"
 LOCK_SHARE_ZKLOCK = "zklock (xact less BEGIN; COMMIT)"
@@ -104,11 +109,25 @@ class NetworkShape(Harness):
             java = self.java[:-1] + [connect]
             kazoo = self.kazoo[:-1] + [connect]
             p = [self.clients, self.loop_seconds, self.loop_warmup, "distinct"]
+            # Curator's transaction needs PostgreSQL's JDBC driver (Debian's
+            # libpostgresql-jdbc-java, in run.sh's class path); without it
+            # Curator's side of the app-remote comparisons is modelled.
+            jdbc_url = None
+            if any(j.endswith("/postgresql.jar") for j in self.a.java_cp.split(":")):
+                jdbc_url = ("jdbc:postgresql://127.0.0.1:%d/postgres?user=postgres&sslmode=disable"
+                            % pg_port)
+            else:
+                self.say("  no JDBC driver in the class path: Curator's side of %s is modelled"
+                         % app_shape)
             jvm = self.jvm_open(java, ["loop"] + p, "%s's loop" % shape)
             try:
                 self.jvm_warm(jvm, ["a", self.a_seconds, self.f_rewarm, self.a_maxn],
                               "%s's cycle" % shape)
-                self.g_rounds_of(delay_us, shape, app_shape, jvm, kazoo, p, pg_port)
+                if jdbc_url:
+                    self.jvm_warm(jvm, ["a", self.a_seconds, self.f_rewarm, self.a_maxn,
+                                        jdbc_url],
+                                  "%s's cycle with the transaction" % app_shape)
+                self.g_rounds_of(delay_us, shape, app_shape, jvm, kazoo, p, pg_port, jdbc_url)
             finally:
                 jvm.close()
         finally:
@@ -119,13 +138,13 @@ class NetworkShape(Harness):
     def lock_share_rows(self, app_shape, got):
         """The application remote: its transaction without the lock, and two
         comparisons with Curator, whose user pays for the same transaction
-        with the lock taken around it.  Curator's side of both is modelled,
-        not measured (no Curator client here runs a transaction): in each
-        round, the median of Curator's cycle, plus the median of the bare
-        transaction for the whole.  zklock's: in each round, the median of
-        its transaction, less the bare transaction's median for what the
-        lock adds.  Each value is the median of its rounds' figures, which
-        give the spread."""
+        with the lock taken around it.  In each round: the median of each
+        side's transaction with its lock (zklock's, and Curator's lock
+        around the transaction over JDBC), and each less the median of the
+        bare transaction for what the lock adds.  Each value is the median
+        of its rounds' figures, which give the spread.  Where Curator's
+        transaction failed (no JDBC driver), Curator's side is modelled from
+        its cycle alone, plus the bare transaction, and its rows say so."""
         if TCP_APP not in got or BARE_APP not in got:
             return
         xact = [median(p) for p in got[TCP_APP][0]]
@@ -147,19 +166,37 @@ class NetworkShape(Harness):
         self.res.add(app_shape, WITH_LOCK, TCP_APP, median(xact), "ms", rounds=xact,
                      note="%s: the median of the rounds' medians of zklock's app+ZK remote "
                           "transaction" % WITH_LOCK)
+        if CURATOR_APP in got:
+            whole = [median(p) for p in got[CURATOR_APP][0]]
+            cur = [w - b for w, b in zip(whole, bare)]
+            self.say("  %-34s median %.3f ms  (the median of its rounds' medians)"
+                     % (CURATOR_APP, median(whole)))
+            self.res.add(app_shape, LOCK_SHARE, CURATOR, median(cur), "ms", rounds=cur,
+                         note="%s: measured: in each round, the median of Curator's lock taken "
+                              "around the application's transaction (acquire; BEGIN; COMMIT "
+                              "over JDBC through the same relay; release, in the same warm JVM) "
+                              "less the median of %s; the median of the rounds' differences"
+                              % (LOCK_SHARE, BARE_APP))
+            self.res.add(app_shape, WITH_LOCK, CURATOR, median(whole), "ms", rounds=whole,
+                         note="%s: measured: the median of the rounds' medians of Curator's "
+                              "lock taken around the application's transaction (acquire; "
+                              "BEGIN; COMMIT over JDBC through the same relay; release)"
+                              % WITH_LOCK)
+            return
         if CURATOR not in got:
             return
         cur = [median(p) for p in got[CURATOR][0]]
         self.res.add(app_shape, LOCK_SHARE, CURATOR, median(cur), "ms", rounds=cur,
-                     note="%s: Curator's whole cycle, the lock taken around the application's "
-                          "transaction (modelled: the median of its rounds' medians)" % LOCK_SHARE)
+                     note="%s: modelled, not measured (Curator's transaction failed): Curator's "
+                          "whole cycle, the lock taken around the application's transaction; "
+                          "the median of its rounds' medians" % LOCK_SHARE)
         whole = [c + b for c, b in zip(cur, bare)]
         self.res.add(app_shape, WITH_LOCK, CURATOR, median(whole), "ms", rounds=whole,
-                     note="%s: modelled, not measured: in each round, the median of Curator's "
-                          "cycle plus the median of %s (no Curator client here runs a "
-                          "transaction); the median of the rounds' sums" % (WITH_LOCK, BARE_APP))
+                     note="%s: modelled, not measured (Curator's transaction failed): in each "
+                          "round, the median of Curator's cycle plus the median of %s; the "
+                          "median of the rounds' sums" % (WITH_LOCK, BARE_APP))
 
-    def g_rounds_of(self, delay_us, shape, app_shape, jvm, kazoo, p, pg_port):
+    def g_rounds_of(self, delay_us, shape, app_shape, jvm, kazoo, p, pg_port, jdbc_url):
         at_1ms = delay_us >= 1000
         app_note = ("%s: the application remote too: pgbench -M prepared -j 2 reaches "
                     "PostgreSQL through a relay with the same delay each way, and takes the "
@@ -177,11 +214,14 @@ class NetworkShape(Harness):
             (TCP_APP, lambda: self.a_pgbench("xact", tcp=True, port=pg_port)),
             (BARE_APP, lambda: self.a_pgbench("bare", tcp=True, port=pg_port)),
             (CURATOR, lambda: self.a_jvm(jvm)),
+            (CURATOR_APP, lambda: self.a_jvm(jvm, jdbc_url)),
             ("kazoo", lambda: self.a_driver(kazoo + ["a"])),
         ]
+        if not jdbc_url:
+            cycle = [c for c in cycle if c[0] != CURATOR_APP]
         got = self.rounds(shape, cycle, self.g_rounds)
         for name, _ in cycle:
-            if name in got and name != BARE_APP:
+            if name in got and name not in (BARE_APP, CURATOR_APP):
                 # Issue 32's targets at 1 ms, once: on the TCP row.
                 target = ("ratio<=", 0.4) if at_1ms and name == TCP else None
                 self.cycle_rows(app_shape if name == TCP_APP else shape, "",

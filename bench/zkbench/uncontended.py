@@ -70,11 +70,12 @@ class UncontendedShape(Harness):
                                             str(self.a_maxn)], lambda o: o["n"])
         return out["lat_ms"], usage
 
-    def a_jvm(self, jvm):
+    def a_jvm(self, jvm, jdbc_url=None):
         """A round of (a)'s cycle in Curator's warm JVM (a few cycles first,
-        as every contender's round has)."""
-        out, usage = self.jvm_run(jvm, ["a", self.a_seconds, self.f_rewarm, self.a_maxn],
-                                  lambda o: o["n"])
+        as every contender's round has); with jdbc_url, the application's
+        transaction (BEGIN; COMMIT over JDBC to that URL) inside the lock."""
+        out, usage = self.jvm_run(jvm, ["a", self.a_seconds, self.f_rewarm, self.a_maxn]
+                                  + ([jdbc_url] if jdbc_url else []), lambda o: o["n"])
         return out["lat_ms"], usage
 
     def shape_a(self):
