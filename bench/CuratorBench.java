@@ -12,14 +12,15 @@
  *       harness sends warm-up windows first, until the JIT's compile time
  *       stops rising, then the measured rounds.  Each InterProcessMutex is
  *       made once, on its first use, and reused by every later command.
- *   CuratorBench CONNECT a SECONDS WARMUP MAXN [JDBCURL]
+ *   CuratorBench CONNECT a SECONDS WARMUP MAXN [JDBCURL [bare]]
  *       one thread, one lock, uncontended acquire + release: per-cycle
  *       latency, after WARMUP unmeasured cycles, for SECONDS or MAXN cycles.
  *       With JDBCURL, a cycle is the application's transaction inside the
  *       lock, as a Curator user writes it: acquire, BEGIN and COMMIT on one
  *       JDBC connection to that URL (opened on first use and kept, its
  *       statements prepared by the driver as it does for any application),
- *       release;
+ *       release; with "bare" too, the same transaction without the lock
+ *       (what this client pays for it anyway);
  *   CuratorBench CONNECT loop THREADS SECONDS WARMUP distinct|same [START [RATE]]
  *       THREADS threads each doing WARMUP cycles, then, from a common start
  *       (once all are warm, and not before START, milliseconds since the
@@ -137,7 +138,7 @@ public final class CuratorBench
 
 	private static void usage()
 	{
-		System.err.println("usage: CuratorBench CONNECT a SECONDS WARMUP MAXN [JDBCURL]"
+		System.err.println("usage: CuratorBench CONNECT a SECONDS WARMUP MAXN [JDBCURL [bare]]"
 						   + " | loop THREADS SECONDS WARMUP distinct|same [START [RATE]]"
 						   + " | waiters N | serve");
 		System.exit(2);
@@ -148,7 +149,8 @@ public final class CuratorBench
 	{
 		if (args[at].equals("a") && args.length >= at + 4)
 			uncontended(client, Double.parseDouble(args[at + 1]), Integer.parseInt(args[at + 2]),
-						Integer.parseInt(args[at + 3]), args.length > at + 4 ? args[at + 4] : null);
+						Integer.parseInt(args[at + 3]), args.length > at + 4 ? args[at + 4] : null,
+						args.length > at + 5 && args[at + 5].equals("bare"));
 		else if (args[at].equals("loop") && args.length >= at + 5)
 			loop(client, Integer.parseInt(args[at + 1]), Double.parseDouble(args[at + 2]),
 				 Integer.parseInt(args[at + 3]), args[at + 4].equals("same"),
@@ -172,7 +174,22 @@ public final class CuratorBench
 				continue;
 			if (line.equals("quit"))
 				break;
-			command(client, line.split("\\s+"), 0);
+
+			/*
+			 * A command that fails answers one line, "error ...", in place of
+			 * the line the harness waits for ("measuring" or the result), and
+			 * the JVM stays for the next command; a JDBC connection that saw
+			 * the error is closed, and the next use opens another.
+			 */
+			try
+			{
+				command(client, line.split("\\s+"), 0);
+			}
+			catch (Exception e)
+			{
+				System.out.println("error " + String.valueOf(e).replace('\n', ' '));
+				dropConnections();
+			}
 		}
 	}
 
@@ -261,9 +278,33 @@ public final class CuratorBench
 		return conn;
 	}
 
-	/* One cycle of mode a: the lock, and the transaction inside it if any. */
+	private static synchronized void dropConnections()
+	{
+		for (Connection conn : CONNECTIONS.values())
+		{
+			try
+			{
+				conn.close();
+			}
+			catch (Exception e)
+			{
+				/* closed anyway: the next use opens another */
+			}
+		}
+		CONNECTIONS.clear();
+	}
+
+	/*
+	 * One cycle of mode a: the lock (none: mutex null), and the transaction
+	 * inside it if any.
+	 */
 	private static void uncontendedCycle(InterProcessMutex mutex, Transaction xact) throws Exception
 	{
+		if (mutex == null)
+		{
+			xact.run();
+			return;
+		}
 		mutex.acquire();
 		try
 		{
@@ -277,15 +318,18 @@ public final class CuratorBench
 	}
 
 	private static void uncontended(CuratorFramework client, double seconds, int warmup, int maxn,
-									String jdbcUrl) throws Exception
+									String jdbcUrl, boolean bare) throws Exception
 	{
-		InterProcessMutex mutex = mutex(client, ROOT + "/a", 0);
+		InterProcessMutex mutex = bare && jdbcUrl != null ? null : mutex(client, ROOT + "/a", 0);
 		double[] lat = new double[maxn];
 		int n = 0;
 		double secondsRun;
+		String driver = null;
 
 		try (Transaction xact = jdbcUrl == null ? null : new Transaction(connection(jdbcUrl)))
 		{
+			if (jdbcUrl != null)
+				driver = connection(jdbcUrl).getMetaData().getDriverVersion();
 			for (int i = 0; i < warmup; i++)
 				uncontendedCycle(mutex, xact);
 			System.out.println("measuring");
@@ -305,6 +349,7 @@ public final class CuratorBench
 		out.append("{\"n\": ").append(n)
 			.append(", \"seconds\": ").append(secondsRun)
 			.append(jvmJson())
+			.append(driver == null ? "" : ", \"jdbc_driver\": \"" + driver + "\"")
 			.append(", \"session\": \"").append(session(client)).append("\", \"lat_ms\": [");
 		for (int i = 0; i < n; i++)
 			out.append(i > 0 ? "," : "").append(String.format("%.4f", lat[i]));

@@ -79,8 +79,7 @@ class FleetShape(Harness):
                                           root="/zkbench/curator-fleet%d" % (i + 1)))
             together = self.jvms_warm_together(lambda: self.fleet_curator(jvms), k,
                                                "the fleet's loop")
-            warm = self.warm_round(self.fleet_zklock, "the clusters' pgbench")
-            self.shape_h_rounds(shape, k, jvms, together, warm)
+            self.shape_h_rounds(shape, k, jvms, together)
         finally:
             for j in jvms:
                 j.close()
@@ -101,19 +100,19 @@ class FleetShape(Harness):
                 self.say("  (h): the ensemble's warm-up (zkfloor %s) failed, try %d of 3: %s"
                          % (cmd[0], attempt, e))
 
-    def shape_h_rounds(self, shape, k, jvms, together, warm):
+    def shape_h_rounds(self, shape, k, jvms, together):
         contenders = [(TCP, self.fleet_zklock), (CURATOR, lambda: self.fleet_curator(jvms))]
-        got = self.rounds(shape, contenders, self.fleet_rounds)
+        got = self.rounds(shape, contenders, self.fleet_rounds, warm=True)
         notes = {
             TCP: "fleet: %d clusters, each with its zklock worker, on a %d-server ZooKeeper "
                  "ensemble; on each, pgbench -M prepared -c %d -j 2 over TCP, every client on "
                  "a lock of its own, the clusters at once; lock CPU: the pgbench processes, "
                  "their backends and the workers; ZooKeeper CPU: the servers' summed; %s"
-                 % (k, len(self.fleet_zk_pids), self.clients, warm),
+                 % (k, len(self.fleet_zk_pids), self.clients, self.WARM_ROUND_NOTE),
             CURATOR: "fleet: %d Curator processes (one CuratorFramework each, one warm JVM "
                      "each) of %d threads, each thread on a lock of its own, on the same "
-                     "ensemble, their measured windows starting together; %s; %s"
-                     % (k, self.clients, jvms[0].warm_note, together),
+                     "ensemble, their measured windows starting together; %s; %s; %s"
+                     % (k, self.clients, jvms[0].warm_note, together, self.WARM_ROUND_NOTE),
         }
         for name, _ in contenders:
             if name not in got:

@@ -203,14 +203,32 @@ class Harness:
 
     # -- rounds --
 
-    def rounds(self, shape, contenders, nrounds):
+    # What rounds(warm=True) adds to the notes of its contenders' rows.
+    WARM_ROUND_NOTE = ("one unmeasured round of every contender, in the first round's order, "
+                       "right before the measured rounds")
+
+    def rounds(self, shape, contenders, nrounds, warm=False):
         """Measure every contender nrounds times, interleaved: each round
         runs every contender once, in the given order in even rounds and
         reversed in odd ones, so that of any two contenders each goes first
         in half the rounds, and load that comes and goes on the machine is
         shared by all.  contenders: (name, measure) pairs; measure()
         returns (data, usage).  Returns name -> Got (list of data, summed
-        usage, .usages of each round) for those that never failed."""
+        usage, .usages of each round) for those that never failed.
+        warm: one unmeasured round of every contender first
+        (WARM_ROUND_NOTE), for shapes whose servers ran one contender's
+        load alone for a while just before (the Curator JVMs' joint
+        warm-up); a failure there is printed, and the contender is tried
+        again in the measured rounds."""
+        if warm:
+            rates = []
+            for name, measure in contenders:
+                try:
+                    data, _ = measure()
+                    rates.append("%s %.0f/s" % (name, data["n"] / data["seconds"]))
+                except Exception as e:  # the measured rounds try it again
+                    rates.append("%s failed: %s" % (name, e))
+            self.say("  %s: %s" % (self.WARM_ROUND_NOTE, "; ".join(rates)))
         got = {name: ([], []) for name, _ in contenders}
         failed = set()
         for r in range(nrounds):
@@ -307,27 +325,19 @@ class Harness:
         self.say("  " + note)
         return note
 
-    def warm_round(self, measure, what):
-        """One unmeasured round of measure() (a contender's, like a measured
-        round), right before the measured rounds: after the Curator JVMs'
-        joint warm-up the servers have run only Curator's load for a while,
-        and the first contender of the first round would otherwise meet
-        them so.  Returns a note saying so."""
-        data, _ = measure()
-        rate = data["n"] / data["seconds"] if data.get("seconds") else 0
-        note = ("one unmeasured round of %s right before the measured rounds (%.0f cycles/s)"
-                % (what, rate))
-        self.say("  " + note)
-        return note
-
     def jvm_run(self, jvm, args, ops):
         """One measured round in a warm JVM: returns (its JSON, usage); the
         usage carries the JVM's JIT and GC milliseconds of the window."""
         jvm.start(args)
         jvm.d.expect("measuring", timeout=180)
         m = self.meter(jvm.pid)
-        out = json.loads(jvm.d.line(timeout=180))
+        line = jvm.d.line(timeout=180)
         usage = m.stop()
+        if line.startswith("error "):		# the command failed; the JVM goes on
+            raise BenchError("CuratorBench: %s" % line[6:])
+        out = json.loads(line)
+        if out.get("jdbc_driver"):
+            usage["jdbc_driver"] = out["jdbc_driver"]
         usage["ops"] = ops(out)
         usage["jit_ms"], usage["gc_ms"] = out.get("jit_ms"), out.get("gc_ms")
         return out, usage

@@ -259,9 +259,7 @@ class LoopShapes(Harness):
                                               "%s's loop" % shape, root="/zkbench/curator-cx"))
                 together = self.jvms_warm_together(lambda: self.cross_curator(jvms, per), k,
                                                    "%s's loop" % shape)
-                warm = self.warm_round(lambda: self.cross_zklock(clusters[:k], per),
-                                       "the clusters' pgbench")
-                self.shape_cross_rounds(shape, clusters[:k], per, jvms, together, warm)
+                self.shape_cross_rounds(shape, clusters[:k], per, jvms, together)
             finally:
                 for j in jvms:
                     j.close()
@@ -291,19 +289,19 @@ class LoopShapes(Harness):
         usage["gc_ms"] = sum(o.get("gc_ms", 0) for o in outs)
         return {"n": n, "seconds": self.loop_seconds}, usage
 
-    def shape_cross_rounds(self, shape, clusters, per, jvms, together, warm):
+    def shape_cross_rounds(self, shape, clusters, per, jvms, together):
         k = len(clusters)
         contenders = [(TCP, lambda: self.cross_zklock(clusters, per)),
                       (CURATOR, lambda: self.cross_curator(jvms, per))]
-        got = self.rounds(shape, contenders, self.loop_rounds)
+        got = self.rounds(shape, contenders, self.loop_rounds, warm=True)
         notes = {
             TCP: "(c) across clusters: %d clusters on one ZooKeeper, each with its zklock "
                  "worker, %d clients each (pgbench -M prepared -j 2 over TCP), all on one lock "
                  "at once; a handoff to another cluster goes through ZooKeeper; %s"
-                 % (k, per, warm),
+                 % (k, per, self.WARM_ROUND_NOTE),
             CURATOR: "%d Curator processes (one CuratorFramework each, one warm JVM each) of "
-                     "%d threads on the same lock, their windows starting together; %s; %s"
-                     % (k, per, jvms[0].warm_note, together),
+                     "%d threads on the same lock, their windows starting together; %s; %s; %s"
+                     % (k, per, jvms[0].warm_note, together, self.WARM_ROUND_NOTE),
         }
         for name, _ in contenders:
             if name not in got:

@@ -12,17 +12,17 @@ per delay (0.25 ms and 1 ms each way), measured in the same rounds.
                            PostgreSQL through a second relay with the same
                            delay, in the transaction-scope pattern (BEGIN;
                            SELECT zk_lock_acquire_xact(...); COMMIT).
-                           Curator's rows are the same measurements.
-                           Beside it the same transaction without the
-                           lock (BEGIN; COMMIT); the transaction with its
-                           lock against Curator's cycle plus the bare
-                           transaction; and what the lock adds to the
-                           transaction (zklock's less the bare one)
-                           against Curator's.  Curator's side of both is
-                           measured: in the same warm JVM, a cycle is the
-                           lock taken around the application's
-                           transaction (acquire; BEGIN; COMMIT over JDBC
-                           through the same relay; release).
+                           Its cycle rows compare with Curator's lock
+                           alone (the same measurements as ZK remote's).
+                           Beside them the same transaction without the
+                           lock (BEGIN; COMMIT), by each client; the
+                           transaction with its lock against Curator's
+                           lock taken around the same transaction
+                           (acquire; BEGIN; COMMIT over JDBC through the
+                           same relay; release, in the same warm JVM); and
+                           what the lock adds to the transaction, each
+                           side's transaction less its own client's bare
+                           one.
 
 Measured: the uncontended cycle, and the cycles per second of 16 clients
 on 16 distinct locks.  It measures with (a)'s and (b)'s means (a_pgbench,
@@ -43,15 +43,19 @@ TCP_APP = "zklock/pgbench TCP, app remote (xact)"
 # The same transaction without the lock (BEGIN; COMMIT), through the same
 # relay: what the application pays for its transaction anyway.
 BARE_APP = "BEGIN; COMMIT alone, app remote"
-# What the lock adds to the application's transaction: zklock's transaction
-# less the bare one; for Curator, taken around the transaction, its cycle.
+# What the lock adds to the application's transaction: each side's
+# transaction with its lock less the same transaction without it, sent by
+# the same client (pgbench for zklock, JDBC for Curator).
 LOCK_SHARE = "what the lock adds to a transaction, median"
-# The application's transaction with the lock, against Curator's cycle plus
-# the bare transaction (modelled: the sum of two medians).
+# The application's transaction with the lock: zklock's against Curator's
+# lock taken around the same transaction.
 WITH_LOCK = "the transaction with its lock, median"
 # Curator's user's cycle with the application remote: the lock taken
 # around the same transaction, over JDBC through the same relay.
 CURATOR_APP = "Curator + BEGIN; COMMIT, app remote"
+# The same transaction without the lock, over the same JDBC connection: what
+# Curator's client pays for it anyway.
+BARE_JDBC = "BEGIN; COMMIT alone over JDBC, app remote"
 # The bare transaction's own metric: it is no lock's cycle.
 BARE = "transaction without a lock, median"
 LOCK_SHARE_ZKLOCK = "zklock (xact less BEGIN; COMMIT)"
@@ -112,21 +116,31 @@ class NetworkShape(Harness):
             # Curator's transaction needs PostgreSQL's JDBC driver (Debian's
             # libpostgresql-jdbc-java, in run.sh's class path); without it
             # Curator's side of the app-remote comparisons is modelled.
+            # libpq's defaults for pgbench, the driver's for Curator (SSL
+            # refused by the server, which has none); timeouts so that a
+            # stalled connection fails its command, not the shape.
             jdbc_url = None
+            self.jdbc_missing = "no JDBC driver in the class path"
             if any(j.endswith("/postgresql.jar") for j in self.a.java_cp.split(":")):
-                jdbc_url = ("jdbc:postgresql://127.0.0.1:%d/postgres?user=postgres&sslmode=disable"
-                            % pg_port)
-            else:
-                self.say("  no JDBC driver in the class path: Curator's side of %s is modelled"
-                         % app_shape)
+                jdbc_url = ("jdbc:postgresql://127.0.0.1:%d/postgres?user=postgres"
+                            "&connectTimeout=15&socketTimeout=60" % pg_port)
             jvm = self.jvm_open(java, ["loop"] + p, "%s's loop" % shape)
             try:
                 self.jvm_warm(jvm, ["a", self.a_seconds, self.f_rewarm, self.a_maxn],
                               "%s's cycle" % shape)
                 if jdbc_url:
-                    self.jvm_warm(jvm, ["a", self.a_seconds, self.f_rewarm, self.a_maxn,
-                                        jdbc_url],
-                                  "%s's cycle with the transaction" % app_shape)
+                    try:
+                        for bare in ("", "bare"):
+                            self.jvm_warm(jvm, ["a", self.a_seconds, self.f_rewarm, self.a_maxn,
+                                                jdbc_url] + ([bare] if bare else []),
+                                          "%s's transaction%s" % (app_shape, " with the lock"
+                                                                  if not bare else " alone"))
+                    except Exception as e:  # Curator's lock-only rows go on
+                        self.jdbc_missing = "Curator's JDBC warm-up failed: %s" % e
+                        jdbc_url = None
+                if not jdbc_url:
+                    self.say("  %s: Curator's side of %s is modelled"
+                             % (self.jdbc_missing, app_shape))
                 self.g_rounds_of(delay_us, shape, app_shape, jvm, kazoo, p, pg_port, jdbc_url)
             finally:
                 jvm.close()
@@ -139,16 +153,20 @@ class NetworkShape(Harness):
         """The application remote: its transaction without the lock, and two
         comparisons with Curator, whose user pays for the same transaction
         with the lock taken around it.  In each round: the median of each
-        side's transaction with its lock (zklock's, and Curator's lock
-        around the transaction over JDBC), and each less the median of the
-        bare transaction for what the lock adds.  Each value is the median
-        of its rounds' figures, which give the spread.  Where Curator's
-        transaction failed (no JDBC driver), Curator's side is modelled from
-        its cycle alone, plus the bare transaction, and its rows say so."""
+        side's transaction with its lock (zklock's by pgbench, Curator's
+        lock around the transaction over JDBC), and, for what the lock adds,
+        each less the median of the same transaction without the lock sent
+        by the same client (pgbench; JDBC), so that no difference between
+        the two clients is charged to a lock.  Each value is the median of
+        its rounds' figures, which give the spread.  Where Curator's
+        transaction could not run (self.jdbc_missing says why), Curator's
+        side is modelled from its cycle alone, plus pgbench's bare
+        transaction, and its rows say so."""
         if TCP_APP not in got or BARE_APP not in got:
             return
         xact = [median(p) for p in got[TCP_APP][0]]
         bare = [median(p) for p in got[BARE_APP][0]]
+        assert len(xact) == len(bare)
         self.say("  %-34s median %.3f ms  (the median of its rounds' medians)"
                  % (BARE_APP, median(bare)))
         self.res.add(app_shape, BARE, BARE_APP, median(bare), "ms", rounds=bare,
@@ -162,39 +180,50 @@ class NetworkShape(Harness):
         self.res.add(app_shape, LOCK_SHARE, LOCK_SHARE_ZKLOCK, median(share), "ms", rounds=share,
                      note="%s: in each round, the median of zklock's app+ZK remote transaction "
                           "(BEGIN; SELECT zk_lock_acquire_xact(...); COMMIT) less the median of "
-                          "%s; the median of the rounds' differences" % (LOCK_SHARE, BARE_APP))
+                          "%s (both by pgbench); the median of the rounds' differences"
+                          % (LOCK_SHARE, BARE_APP))
         self.res.add(app_shape, WITH_LOCK, TCP_APP, median(xact), "ms", rounds=xact,
                      note="%s: the median of the rounds' medians of zklock's app+ZK remote "
                           "transaction" % WITH_LOCK)
-        if CURATOR_APP in got:
+        if CURATOR_APP in got and BARE_JDBC in got:
             whole = [median(p) for p in got[CURATOR_APP][0]]
-            cur = [w - b for w, b in zip(whole, bare)]
-            self.say("  %-34s median %.3f ms  (the median of its rounds' medians)"
-                     % (CURATOR_APP, median(whole)))
+            bare_j = [median(p) for p in got[BARE_JDBC][0]]
+            assert len(whole) == len(bare_j)
+            cur = [w - b for w, b in zip(whole, bare_j)]
+            driver = "PostgreSQL JDBC driver %s" % (got[CURATOR_APP].usages[0].get("jdbc_driver")
+                                                    or "of unknown version")
+            self.say("  %-34s median %.3f ms, %s median %.3f ms  (medians of the rounds' medians)"
+                     % (CURATOR_APP, median(whole), BARE_JDBC, median(bare_j)))
+            self.res.add(app_shape, BARE, BARE_JDBC, median(bare_j), "ms", rounds=bare_j,
+                         note="%s: the same transaction without the lock (BEGIN; COMMIT) over "
+                              "Curator's JDBC connection (%s; autocommit on, each statement one "
+                              "round trip, prepared on the server from its fifth use), through "
+                              "the same relay, in Curator's warm JVM; the median of its rounds' "
+                              "medians" % (app_shape, driver))
             self.res.add(app_shape, LOCK_SHARE, CURATOR, median(cur), "ms", rounds=cur,
-                         note="%s: measured: in each round, the median of Curator's lock taken "
-                              "around the application's transaction (acquire; BEGIN; COMMIT "
-                              "over JDBC through the same relay; release, in the same warm JVM) "
-                              "less the median of %s; the median of the rounds' differences"
-                              % (LOCK_SHARE, BARE_APP))
+                         note="%s: measured: in each round, the median of %s (Curator's lock "
+                              "taken around the same transaction: acquire; BEGIN; COMMIT over "
+                              "JDBC through the same relay; release) less the median of %s; the "
+                              "median of the rounds' differences" % (LOCK_SHARE, CURATOR_APP,
+                                                                     BARE_JDBC))
             self.res.add(app_shape, WITH_LOCK, CURATOR, median(whole), "ms", rounds=whole,
-                         note="%s: measured: the median of the rounds' medians of Curator's "
-                              "lock taken around the application's transaction (acquire; "
-                              "BEGIN; COMMIT over JDBC through the same relay; release)"
-                              % WITH_LOCK)
+                         note="%s: measured: the median of the rounds' medians of %s (acquire; "
+                              "BEGIN; COMMIT over JDBC through the same relay; release, in the "
+                              "same warm JVM)" % (WITH_LOCK, CURATOR_APP))
             return
         if CURATOR not in got:
             return
+        why = self.jdbc_missing if CURATOR_APP not in got else "Curator's transaction failed"
         cur = [median(p) for p in got[CURATOR][0]]
         self.res.add(app_shape, LOCK_SHARE, CURATOR, median(cur), "ms", rounds=cur,
-                     note="%s: modelled, not measured (Curator's transaction failed): Curator's "
-                          "whole cycle, the lock taken around the application's transaction; "
-                          "the median of its rounds' medians" % LOCK_SHARE)
+                     note="%s: modelled, not measured (%s): Curator's whole cycle, the lock "
+                          "taken around the application's transaction; the median of its "
+                          "rounds' medians" % (LOCK_SHARE, why))
         whole = [c + b for c, b in zip(cur, bare)]
         self.res.add(app_shape, WITH_LOCK, CURATOR, median(whole), "ms", rounds=whole,
-                     note="%s: modelled, not measured (Curator's transaction failed): in each "
-                          "round, the median of Curator's cycle plus the median of %s; the "
-                          "median of the rounds' sums" % (WITH_LOCK, BARE_APP))
+                     note="%s: modelled, not measured (%s): in each round, the median of "
+                          "Curator's cycle plus the median of %s; the median of the rounds' "
+                          "sums" % (WITH_LOCK, why, BARE_APP))
 
     def g_rounds_of(self, delay_us, shape, app_shape, jvm, kazoo, p, pg_port, jdbc_url):
         at_1ms = delay_us >= 1000
@@ -202,9 +231,10 @@ class NetworkShape(Harness):
                     "PostgreSQL through a relay with the same delay each way, and takes the "
                     "lock in the transaction-scope pattern users would then write (BEGIN; "
                     "SELECT zk_lock_acquire_xact(...); COMMIT: one statement for the lock, "
-                    "released at commit), a cycle being that transaction; Curator's rows are "
-                    "the same measurements as in %s (its only leg is to ZooKeeper)"
-                    % (app_shape, shape))
+                    "released at commit), a cycle being that transaction; Curator's cycle "
+                    "rows here are its lock alone, the same measurements as in %s (a leg to "
+                    "ZooKeeper only); its lock around the same transaction is compared in the "
+                    "rows '%s' and '%s'" % (app_shape, shape, WITH_LOCK, LOCK_SHARE))
         zk_note = ("%s: the lock taken next to PostgreSQL (pgbench on PostgreSQL's machine, "
                    "loopback), ZooKeeper remote: only the ZooKeeper leg is delayed; Curator "
                    "and kazoo reach ZooKeeper through the same relay" % shape)
@@ -215,13 +245,14 @@ class NetworkShape(Harness):
             (BARE_APP, lambda: self.a_pgbench("bare", tcp=True, port=pg_port)),
             (CURATOR, lambda: self.a_jvm(jvm)),
             (CURATOR_APP, lambda: self.a_jvm(jvm, jdbc_url)),
+            (BARE_JDBC, lambda: self.a_jvm(jvm, jdbc_url, bare=True)),
             ("kazoo", lambda: self.a_driver(kazoo + ["a"])),
         ]
         if not jdbc_url:
-            cycle = [c for c in cycle if c[0] != CURATOR_APP]
+            cycle = [c for c in cycle if c[0] not in (CURATOR_APP, BARE_JDBC)]
         got = self.rounds(shape, cycle, self.g_rounds)
         for name, _ in cycle:
-            if name in got and name not in (BARE_APP, CURATOR_APP):
+            if name in got and name not in (BARE_APP, CURATOR_APP, BARE_JDBC):
                 # Issue 32's targets at 1 ms, once: on the TCP row.
                 target = ("ratio<=", 0.4) if at_1ms and name == TCP else None
                 self.cycle_rows(app_shape if name == TCP_APP else shape, "",
@@ -234,6 +265,7 @@ class NetworkShape(Harness):
         self.zk_cpu_rows(shape, got, [TCP, CURATOR])
         self.zk_cpu_rows(app_shape, got, [TCP_APP, CURATOR])
         self.jvm_rows(shape, CURATOR, got)
+        self.jvm_rows(app_shape, CURATOR_APP, got)
         loops = [
             ("zklock/pgbench", lambda: self.loop_pgbench("zklock", False)),
             (TCP, lambda: self.loop_pgbench("zklock", False, tcp=True)),

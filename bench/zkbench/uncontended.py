@@ -70,12 +70,14 @@ class UncontendedShape(Harness):
                                             str(self.a_maxn)], lambda o: o["n"])
         return out["lat_ms"], usage
 
-    def a_jvm(self, jvm, jdbc_url=None):
+    def a_jvm(self, jvm, jdbc_url=None, bare=False):
         """A round of (a)'s cycle in Curator's warm JVM (a few cycles first,
         as every contender's round has); with jdbc_url, the application's
-        transaction (BEGIN; COMMIT over JDBC to that URL) inside the lock."""
+        transaction (BEGIN; COMMIT over JDBC to that URL) inside the lock,
+        or, bare, without it."""
         out, usage = self.jvm_run(jvm, ["a", self.a_seconds, self.f_rewarm, self.a_maxn]
-                                  + ([jdbc_url] if jdbc_url else []), lambda o: o["n"])
+                                  + ([jdbc_url] if jdbc_url else [])
+                                  + (["bare"] if jdbc_url and bare else []), lambda o: o["n"])
         return out["lat_ms"], usage
 
     def shape_a(self):
