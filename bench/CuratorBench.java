@@ -56,8 +56,9 @@
  * the session and exit, so that run.sh can read their CPU time first; in
  * mode serve the JVM simply waits for the next command.
  *
- * Compile and run with the jars of Debian's libcurator-recipes-java (see
- * bench/run.sh): javac -cp "$CP" -d DIR CuratorBench.java
+ * Compile and run with the jars of Debian's libcurator-recipes-java, and
+ * libpostgresql-jdbc-java's for JDBCURL (see bench/run.sh): javac -cp "$CP"
+ * -d DIR CuratorBench.java
  */
 
 import java.io.BufferedReader;
