@@ -52,6 +52,8 @@ bash "$TOP/test/install-deps.sh"
 
 WORK=$(make_workdir zklock-bench)
 echo "work directory: $WORK"
+# The code measured: its commit, "-dirty" when the tree differs from it.
+echo "code: $(git -C "$TOP" describe --always --dirty 2>/dev/null || echo 'unknown (not a git checkout)')"
 
 # The installed extension is used as it is unless the sources (not build
 # products, which a build after the install leaves newer) are newer.
