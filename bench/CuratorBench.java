@@ -321,16 +321,15 @@ public final class CuratorBench
 	private static void uncontended(CuratorFramework client, double seconds, int warmup, int maxn,
 									String jdbcUrl, boolean bare) throws Exception
 	{
-		InterProcessMutex mutex = bare && jdbcUrl != null ? null : mutex(client, ROOT + "/a", 0);
+		InterProcessMutex mutex = bare ? null : mutex(client, ROOT + "/a", 0);
+		Connection conn = jdbcUrl == null ? null : connection(jdbcUrl);
+		String driver = conn == null ? null : conn.getMetaData().getDriverVersion();
 		double[] lat = new double[maxn];
 		int n = 0;
 		double secondsRun;
-		String driver = null;
 
-		try (Transaction xact = jdbcUrl == null ? null : new Transaction(connection(jdbcUrl)))
+		try (Transaction xact = conn == null ? null : new Transaction(conn))
 		{
-			if (jdbcUrl != null)
-				driver = connection(jdbcUrl).getMetaData().getDriverVersion();
 			for (int i = 0; i < warmup; i++)
 				uncontendedCycle(mutex, xact);
 			System.out.println("measuring");

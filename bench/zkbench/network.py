@@ -114,11 +114,11 @@ class NetworkShape(Harness):
             kazoo = self.kazoo[:-1] + [connect]
             p = [self.clients, self.loop_seconds, self.loop_warmup, "distinct"]
             # Curator's transaction needs PostgreSQL's JDBC driver (Debian's
-            # libpostgresql-jdbc-java, in run.sh's class path); without it
-            # Curator's side of the app-remote comparisons is modelled.
-            # libpq's defaults for pgbench, the driver's for Curator (SSL
-            # refused by the server, which has none); timeouts so that a
-            # stalled connection fails its command, not the shape.
+            # libpostgresql-jdbc-java, in run.sh's class path); without it,
+            # or when its warm-up fails, Curator's side of the app-remote
+            # comparisons is modelled.  Each client keeps its own defaults
+            # (SSL: the server has none); the timeouts make a stalled
+            # connection fail its command, not the shape.
             jdbc_url = None
             self.jdbc_missing = "no JDBC driver in the class path"
             if any(j.endswith("/postgresql.jar") for j in self.a.java_cp.split(":")):
